@@ -1,0 +1,260 @@
+// Package catalog maps stream and basin names to places in an object store, and lists them.
+//
+// One store holds many streams. A stream is a pair (manifest path, data prefix) as far as the
+// manifest, producer and consumer packages are concerned; this package chooses the pair for a
+// name, so that the CLI, the daemon and library users agree on it.
+//
+// Layout (every key below is relative to the store's own prefix):
+//
+//	streams/<enc(stream)>/manifest          streams outside any basin (the CLI's default)
+//	streams/<enc(stream)>/data/...          their batch and segment objects
+//	basins/<basin>/basin                    a basin's marker and settings (JSON)
+//	basins/<basin>/streams/<enc(stream)>/manifest
+//	basins/<basin>/streams/<enc(stream)>/data/...
+//
+// enc is an injective escaping of the name's bytes: ASCII letters, digits, '_' and '-' stand for
+// themselves and every other byte becomes '%' and two upper-case hex digits. An encoded name never
+// holds '/', '.', or an empty string, so no name escapes its place ("..") and no two names share a
+// key prefix ("a" and "a/data" encode to "a" and "a%2Fdata", different path segments).
+//
+// Stream names are 1 to 512 bytes, as in the streams seed; any bytes are allowed. Basin names
+// follow S2: 8 to 48 characters of lower-case letters, digits and '-', neither first nor last '-'.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Name limits.
+const (
+	MaxStreamNameLen = 512
+	MinBasinNameLen  = 8
+	MaxBasinNameLen  = 48
+)
+
+// ErrInvalidName is matched by every name validation error.
+var ErrInvalidName = errors.New("catalog: invalid name")
+
+// NameError says why a name was refused.
+type NameError struct {
+	Kind   string // "stream" or "basin"
+	Name   string
+	Reason string
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("catalog: invalid %s name %q: %s", e.Kind, e.Name, e.Reason)
+}
+
+// Is matches ErrInvalidName.
+func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
+
+// ValidateStreamName reports why name cannot name a stream.
+func ValidateStreamName(name string) error {
+	switch {
+	case len(name) == 0:
+		return &NameError{Kind: "stream", Name: name, Reason: "must not be empty"}
+	case len(name) > MaxStreamNameLen:
+		return &NameError{Kind: "stream", Name: name[:32] + "…", Reason: fmt.Sprintf("is %d bytes, longer than %d", len(name), MaxStreamNameLen)}
+	}
+	return nil
+}
+
+// ValidateBasinName reports why name cannot name a basin.
+func ValidateBasinName(name string) error {
+	if len(name) < MinBasinNameLen || len(name) > MaxBasinNameLen {
+		return &NameError{Kind: "basin", Name: name, Reason: fmt.Sprintf("must be %d to %d characters, is %d", MinBasinNameLen, MaxBasinNameLen, len(name))}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return &NameError{Kind: "basin", Name: name, Reason: fmt.Sprintf("character %q at %d is not a lower-case letter, digit or '-'", c, i)}
+		}
+	}
+	if name[0] == '-' || name[len(name)-1] == '-' {
+		return &NameError{Kind: "basin", Name: name, Reason: "must not start or end with '-'"}
+	}
+	return nil
+}
+
+// EncodeName escapes a stream name into one path segment (see the package doc).
+func EncodeName(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if unescaped(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+func unescaped(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// DecodeName inverts EncodeName. It refuses any string EncodeName cannot produce.
+func DecodeName(enc string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(enc); i++ {
+		c := enc[i]
+		if unescaped(c) {
+			b.WriteByte(c)
+			continue
+		}
+		if c != '%' || i+2 >= len(enc) {
+			return "", fmt.Errorf("%w: %q is not an encoded stream name", ErrInvalidName, enc)
+		}
+		hi, lo := unhex(enc[i+1]), unhex(enc[i+2])
+		if hi < 0 || lo < 0 || unescaped(byte(hi<<4|lo)) {
+			return "", fmt.Errorf("%w: %q is not an encoded stream name", ErrInvalidName, enc)
+		}
+		b.WriteByte(byte(hi<<4 | lo))
+		i += 2
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("%w: empty encoded stream name", ErrInvalidName)
+	}
+	return b.String(), nil
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// Stream locates one stream in a store.
+type Stream struct {
+	Basin        string // "" for the root namespace
+	Name         string
+	ManifestPath string
+	DataPrefix   string
+}
+
+func streamsRoot(basin string) string {
+	if basin == "" {
+		return "streams/"
+	}
+	return "basins/" + basin + "/streams/"
+}
+
+// Locate returns where a stream lives. basin "" is the root namespace.
+func Locate(basin, name string) (Stream, error) {
+	var errs []error
+	if basin != "" {
+		errs = append(errs, ValidateBasinName(basin))
+	}
+	errs = append(errs, ValidateStreamName(name))
+	if err := errors.Join(errs...); err != nil {
+		return Stream{}, err
+	}
+	dir := streamsRoot(basin) + EncodeName(name)
+	return Stream{Basin: basin, Name: name, ManifestPath: dir + "/manifest", DataPrefix: dir + "/data"}, nil
+}
+
+// BasinMarker is the key of a basin's marker object.
+func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
+
+// ListStreams lists streams of a basin ("" = root namespace) whose names start with prefix and
+// sort after startAfter, up to limit (<= 0: 1000). A stream is listed when its manifest exists.
+// more says whether further streams may follow.
+func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []Stream, more bool, err error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	root := streamsRoot(basin)
+	// Encoded names sort differently from raw names ('%' is below the letters), so walk in
+	// encoded order and sort the page afterwards; pages are contiguous in encoded order.
+	after := root
+	if startAfter != "" {
+		after = root + EncodeName(startAfter) + "/manifest"
+	}
+	encPrefix := root + EncodeName(prefix)
+	if prefix == "" {
+		encPrefix = root
+	}
+	for {
+		page, err := s.List(ctx, encPrefix, after, 2)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page.Objects) == 0 {
+			return streams, false, nil
+		}
+		key := page.Objects[0].Key
+		rest := strings.TrimPrefix(key, root)
+		enc, tail, ok := strings.Cut(rest, "/")
+		if !ok {
+			after = key
+			continue
+		}
+		switch {
+		case tail == "manifest":
+			name, derr := DecodeName(enc)
+			after = key
+			if derr != nil || !strings.HasPrefix(name, prefix) {
+				continue
+			}
+			st, _ := Locate(basin, name)
+			if len(streams) == limit {
+				return streams, true, nil
+			}
+			streams = append(streams, st)
+		case strings.HasPrefix(tail, "data/"):
+			// Skip the stream's data objects in one step: "data0" sorts after every "data/...".
+			after = root + enc + "/data0"
+		default:
+			after = key
+		}
+	}
+}
+
+// ListBasins lists basin names that start with prefix, after startAfter, up to limit.
+func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter string, limit int) (basins []string, more bool, err error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	after := "basins/"
+	if startAfter != "" {
+		after = BasinMarker(startAfter)
+	}
+	for {
+		page, err := s.List(ctx, "basins/"+prefix, after, 1)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page.Objects) == 0 {
+			return basins, false, nil
+		}
+		key := page.Objects[0].Key
+		name, rest, _ := strings.Cut(strings.TrimPrefix(key, "basins/"), "/")
+		switch {
+		case rest == "basin":
+			if len(basins) == limit {
+				return basins, true, nil
+			}
+			basins = append(basins, name)
+			after = "basins/" + name + "0" // skip this basin's streams: '0' sorts after '/'
+		case rest < "basin":
+			after = key
+		default:
+			after = "basins/" + name + "0" // streams without a marker: not a basin
+		}
+	}
+}
