@@ -1,0 +1,97 @@
+// Package batchfmt holds sluice's record model (the seeds' records: envelope and command
+// records, headers, metered size, append limits and their validation), client-side batching
+// of records into appends (Batcher, BatchingConfig), and the format of batch objects: the
+// immutable objects in the store that each hold many appends, in order.
+//
+// # Contract
+//
+// An Encoder turns appends into one object; Decode checks an object and gives a Batch, whose
+// Iterator walks the records in order without materialising them, skipping appends on
+// request (the ones the committer rejected). Decode never panics on any input: every
+// length is checked against the bytes that remain before it is used, and every failure is a
+// *CorruptError matching ErrCorrupt, a class distinct from ErrInvalid (bad input from a
+// client). Nothing is skipped silently.
+//
+// # Object layout (format version 1; all integers big-endian)
+//
+//	offset
+//	     0 +--------+--------+--------+--------+
+//	       |  'S'   |  'L'   |  'C'   |  'B'   |  magic
+//	     4 +--------+--------+--------+--------+
+//	       |version |compr.  |  reserved (0)   |  version 1; compression 0=none 1=zstd
+//	     8 +--------+--------+--------+--------+
+//	       |         append count (u32)        |
+//	    12 +-----------------------------------+
+//	       |         record count (u32)        |
+//	    16 +-----------------------------------+
+//	       |  payload size, uncompressed (u32) |  <= MaxObjectBytes
+//	    20 +-----------------------------------+
+//	       |  stored payload size (u32)        |  = object size - 28
+//	    24 +-----------------------------------+
+//	       |  payload, stored (raw, or one     |
+//	       |  zstd frame of the raw payload)   |
+//	       +-----------------------------------+
+//	       |  CRC32C (Castagnoli) over every   |
+//	       |  byte before it (u32)             |
+//	       +-----------------------------------+
+//
+// The raw payload is the appends, one after the other:
+//
+//	append := flags u8                bit 0: match_seq_num present, bit 1: fencing token present
+//	          record count u16        1..1000
+//	          metered bytes u32       sum of the records' metered sizes, <= 1 MiB
+//	          records length u32      bytes of the record frames below
+//	          [match_seq_num u64]     if flag bit 0
+//	          [token length u8]       if flag bit 1, 0..48
+//	          [token bytes]
+//	          record frame × count
+//
+// A record frame follows the seeds' record wire layout (magic byte with record type and
+// metered-size length, metered size, 2-byte header count, 2-byte length-prefixed names and
+// values, body):
+//
+//	+-------+---------------+-------------+----------+---------------------+------+
+//	| magic | metered size  | [timestamp] | hdr count| headers             | body |
+//	| 1 B   | 1..3 B        | 8 B         | 2 B (*)  | (len 2 B (*), name, | rest |
+//	|       |               | if bit 5    |          |  len 2 B (*), value)|      |
+//	+-------+---------------+-------------+----------+---------------------+------+
+//
+//	magic bits 0-2: record type (1 = command, 2 = envelope)
+//	      bits 3-4: metered size length - 1 (0 = 1 byte, 1 = 2 bytes, 2 = 3 bytes)
+//	      bit  5  : a client timestamp (u64 milliseconds) follows the metered size
+//	      bits 6-7: zero
+//
+// The body has no length of its own: it is what the metered size leaves,
+// metered - 8 - 2·headers - Σ(name + value), as in the seeds.
+//
+// Deviations from the seeds' layout, and why:
+//
+//   - (*) Lengths and the header count are 2 bytes, as in the seeds, but an append may be
+//     1 MiB metered, so one header name or value, or the number of headers, can exceed
+//     65535. Rather than add a limit of our own that S2's API does not state, the value
+//     0xFFFF is an escape: a 4-byte length follows. Escapes are canonical (used only for
+//     values >= 0xFFFF, checked by the decoder), so records below the bound are encoded
+//     exactly as the seeds draw them and each record has one encoding.
+//   - Bit 5 of the magic byte and the 8-byte timestamp: the seeds' record layout has no
+//     timestamp (S2 keeps it in the record's position), but a batch object must carry the
+//     client's optional timestamp until the committer assigns positions.
+//   - A command record is framed like an envelope (one header with an empty name whose value
+//     is the command, the payload as body), with record type 1. Its metered size is the
+//     same either way, so the decoder checks type against headers for free.
+//
+// Fixed-width append headers and a trailing CRC were chosen over varints for simplicity and
+// decode speed: the overhead is 11-60 bytes per append and 28 per object.
+//
+// # Decoding order
+//
+// Decode checks the length, magic, version, compression, reserved bytes, stored size and the
+// declared payload size (bounded by MaxObjectBytes), then the CRC32C of all stored bytes,
+// and only then decompresses (into a buffer of exactly the declared size: a zstd frame that
+// inflates beyond it fails) and walks the appends and records.
+//
+// # Test vectors
+//
+// testdata/*.hex pin the bytes of known objects; a change of format fails TestVectors.
+// Regenerate deliberately with: go test ./batchfmt -run TestVectors -update
+// (and bump Version when old objects would no longer decode the same).
+package batchfmt
