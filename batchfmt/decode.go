@@ -241,6 +241,9 @@ func parseRecord(p []byte, off, end int, hdrs []Header) (Record, int, []Header, 
 		metered = metered<<8 | int(p[off+k])
 	}
 	off += vl
+	if vl > 1 && metered < 1<<(8*(vl-1)) {
+		return r, off, hdrs, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (%d bytes)", metered, vl)
+	}
 	if metered > MaxAppendBytes || metered < 8 {
 		return r, off, hdrs, corrupt(HeaderSize+start+1, "record metered size %d outside 8..%d", metered, MaxAppendBytes)
 	}
