@@ -1,0 +1,98 @@
+// Package manifest owns a stream's state, its encoding, and the commit step.
+//
+// A stream is a manifest object at a path (default "ingest/manifest") plus immutable batch
+// objects under a data prefix. The manifest is one small object rewritten only with
+// conditional writes: If-None-Match: * to create it (Create), If-Match on the version read to
+// change it (Write, Update). It holds (see State):
+//
+//   - a stream generation id, random at creation, so a deleted and recreated stream is never
+//     mistaken for the old one (readers and writers compare it on every reload);
+//   - a write counter that every write increments, and the nonces of the latest 32 writes, so
+//     no two writes ever have the same bytes (S3 ETags are the MD5 of the body: a manifest
+//     that returned to an earlier content would let a stale If-Match succeed), and a writer
+//     whose write had an unknown outcome can tell whether it took effect (State.Applied);
+//   - the tail position (next seq_num, last timestamp), fencing token and trim point;
+//   - the stream config (timestamping mode and uncapped, retention, delete_on_empty, queue
+//     mode);
+//   - consumer groups: name -> {epoch, checkpoint}; the checkpoint is the seq_num a group
+//     resumes from (all records below it acknowledged);
+//   - the producer table for deduplication: producer id -> {last committed batch number,
+//     last seen}, rows expiring after ProducerExpiry (24 h, longer than any commit deadline)
+//     and bounded to MaxProducers (least recently seen evicted);
+//   - the recent entries, one per committed batch object, and references to sealed segments.
+//
+// # Entries, seq_nums and timestamps
+//
+// An Entry names one batch object, the seq_num of its first committed record and its count,
+// byte counts, min/max timestamps, the timestamp floor at commit (the tail timestamp before
+// it), the arrival time and timestamping mode used, the producer id and batch number, and the
+// appends of the object that were rejected by their conditions (with the reason and the
+// expected seq_num or actual token, so the error can be rebuilt). A reader decodes the object,
+// skips rejected appends (Entry.IsRejected), numbers the other records from FirstSeq, and
+// replays their timestamps with Entry.Clock: raw = the client timestamp (client-prefer,
+// client-require; capped at the arrival time unless uncapped) or the arrival time (arrival
+// mode, or no client timestamp); timestamp = max(raw, running max starting at the floor). So
+// seq_nums are contiguous from 0 and timestamps non-decreasing in seq_num order. Records below
+// TrimPoint are not readable. Entries are contiguous: each starts where the previous one ends.
+//
+// # The commit step
+//
+// State.Apply commits one Batch: appends in order, each checked against the state as it
+// stands at that point — fencing token, then match_seq_num, then client-require timestamps —
+// then numbered; fence records set the token after their append's check, trim records move
+// the trim point to min(argument, own seq_num) and never backwards. Apply is pure (no I/O).
+// A producer commits many batches in one write (group commit): Apply each, then Write. A batch
+// whose producer row shows it committed is a duplicate and changes nothing; Results rebuilds
+// its outcome from its entry (found with Index.FindBatch).
+//
+// # Size bound
+//
+// Write seals before writing: while more than MaxRecentEntries (512) entries are in the
+// manifest, the oldest SealEntries (256) move into a level-0 segment object; while more than
+// SegmentFanout (32) references of one level are in the manifest, the oldest 32 move into a
+// segment of the next level. Segment objects are written create-only under
+// SegmentPrefix(path) (path + ".seg/") and never change. So a manifest holds at most 512
+// entries and 32 references per level (levels grow logarithmically), whatever the backlog.
+// Index walks segments and entries for lookups by seq_num, timestamp or batch.
+//
+// Entries leave the manifest (DropBefore, Prune) below the trim point, past the retention age
+// (by arrival time) or, in queue mode, once every group's checkpoint passed them. Their
+// objects then become unreferenced and the collector deletes them.
+//
+// # Encoding
+//
+// Manifest and segment objects share one frame; integers in the body are unsigned varints,
+// strings and byte strings are a varint length then the bytes, booleans one byte 0 or 1,
+// maps are written sorted by key:
+//
+//	+-------+---------+--------------------------------+-------------------+
+//	| magic | version | body                           | CRC32C(Castagnoli)|
+//	| 4 B   | 1 B = 1 | varint-encoded fields          | 4 B big-endian    |
+//	+-------+---------+--------------------------------+-------------------+
+//	magic: "SLMF" manifest, "SLSG" segment; the CRC covers magic, version and body.
+//
+//	manifest body:
+//	  generation[16] write_counter n_nonces nonce[8]*n created_ms
+//	  tail_seq tail_ts fencing_token trim_point
+//	  ts_mode(1) uncapped(1) retention_infinite(1) retention_age_secs delete_on_empty_secs queue(1)
+//	  n_groups   { name epoch checkpoint }*
+//	  n_producers{ id last_batch last_seen_ms }*
+//	  n_refs     { key level(1) first_seq end_seq min_ts max_ts entries metered object max_arrival }*
+//	  n_entries  { key first_seq records metered object min_ts max_ts floor arrival
+//	               ts_mode(1) uncapped(1) producer_id batch_num n_appends
+//	               n_rejected { append reason(1) expected actual }* }*
+//	segment body:
+//	  level(1) generation[16] (level 0: n_entries {entry}* | level > 0: n_refs {ref}*)
+//
+// Decoding checks every length against the bytes left, the checksum, that nothing trails, and
+// the invariants (contiguous entries, ordered timestamps, ref levels). Any failure is a
+// *CorruptError (errors.Is ErrCorrupt); a newer version byte is ErrUnsupportedVersion.
+//
+// # Writing
+//
+// Load reads; Create makes a new stream; Write is one conditional write (ErrConflict when
+// another writer came first, ErrOutcomeUnknown when it may or may not have happened); Update
+// is read-modify-write with jittered exponential backoff that applies its function's change
+// exactly once, resolving unknown outcomes by the write nonce. Consumers use Update for epoch
+// bumps (OpenGroup) and acks (SetCheckpoint, Prune).
+package manifest

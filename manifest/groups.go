@@ -1,0 +1,108 @@
+package manifest
+
+import "fmt"
+
+// OpenGroup creates the consumer group name if needed and bumps its epoch, returning the new
+// epoch: the caller becomes the group's one active member, and members with older epochs are
+// stale from the write on.
+func (s *State) OpenGroup(name string) uint64 {
+	if s.Groups == nil {
+		s.Groups = map[string]Group{}
+	}
+	g := s.Groups[name]
+	g.Epoch++
+	s.Groups[name] = g
+	return g.Epoch
+}
+
+// CheckEpoch returns a StaleEpochError unless epoch is the group's current epoch.
+func (s *State) CheckEpoch(name string, epoch uint64) error {
+	g, ok := s.Groups[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNoGroup, name)
+	}
+	if g.Epoch != epoch {
+		return &StaleEpochError{Group: name, Epoch: epoch, Current: g.Epoch}
+	}
+	return nil
+}
+
+// SetCheckpoint moves the group's checkpoint forward to seq (every record below seq is
+// acknowledged) if epoch is current. A checkpoint never moves backwards (an older seq is a
+// no-op, reported by changed=false), and never past the tail.
+func (s *State) SetCheckpoint(name string, epoch, seq uint64) (changed bool, err error) {
+	if err := s.CheckEpoch(name, epoch); err != nil {
+		return false, err
+	}
+	if seq > s.Tail.SeqNum {
+		return false, fmt.Errorf("manifest: checkpoint %d of group %q is past the tail %d", seq, name, s.Tail.SeqNum)
+	}
+	g := s.Groups[name]
+	if seq <= g.Checkpoint {
+		return false, nil
+	}
+	g.Checkpoint = seq
+	s.Groups[name] = g
+	return true, nil
+}
+
+// DeleteGroup removes a consumer group.
+func (s *State) DeleteGroup(name string) { delete(s.Groups, name) }
+
+// DropPoint is the seq_num below which entries may leave the manifest now: the trim point,
+// raised by the retention age (entries whose arrival is older than the age) and, in queue
+// mode with at least one group, by the lowest group checkpoint.
+func (s *State) DropPoint(nowMs uint64) uint64 {
+	p := s.TrimPoint
+	if s.Config.QueueMode && len(s.Groups) > 0 {
+		low := s.Tail.SeqNum
+		for _, g := range s.Groups {
+			low = min(low, g.Checkpoint)
+		}
+		p = max(p, low)
+	}
+	if !s.Config.Retention.Infinite {
+		ageMs := s.Config.Retention.AgeSecs * 1000
+		for i := range s.Segments {
+			r := &s.Segments[i]
+			if r.MaxArrival+ageMs >= nowMs {
+				break
+			}
+			p = max(p, r.EndSeq)
+		}
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			if e.Arrival+ageMs >= nowMs {
+				break
+			}
+			p = max(p, e.EndSeq())
+		}
+	}
+	return min(p, s.Tail.SeqNum)
+}
+
+// DropBefore removes the segment references and entries that lie wholly below seq (their
+// objects become unreferenced, for the collector). An entry or segment straddling seq stays;
+// readers skip its records below the trim point. It returns the number of entries removed.
+// The tail, and so seq_num assignment, is not affected.
+func (s *State) DropBefore(seq uint64) int {
+	n := 0
+	i := 0
+	for i < len(s.Segments) && s.Segments[i].EndSeq <= seq {
+		n += int(s.Segments[i].Entries)
+		i++
+	}
+	s.Segments = append([]SegmentRef(nil), s.Segments[i:]...)
+	j := 0
+	if len(s.Segments) == 0 {
+		for j < len(s.Entries) && s.Entries[j].EndSeq() <= seq && s.Entries[j].EndSeq() < s.Tail.SeqNum {
+			j++
+		}
+	}
+	n += j
+	s.Entries = append([]Entry(nil), s.Entries[j:]...)
+	return n
+}
+
+// Prune drops what DropPoint allows and returns the number of entries removed.
+func (s *State) Prune(nowMs uint64) int { return s.DropBefore(s.DropPoint(nowMs)) }

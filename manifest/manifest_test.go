@@ -1,0 +1,400 @@
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+func u64(v uint64) *uint64 { return &v }
+func str(v string) *string { return &v }
+
+func recs(n int, ts ...uint64) []batchfmt.Record {
+	out := make([]batchfmt.Record, n)
+	for i := range out {
+		out[i].Body = []byte(fmt.Sprintf("r%d", i))
+		if i < len(ts) {
+			out[i].Timestamp, out[i].HasTimestamp = ts[i], true
+		}
+	}
+	return out
+}
+
+func newState(t *testing.T, cfg Config) *State {
+	t.Helper()
+	s, err := NewState(cfg, time.UnixMilli(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var batchCounter uint64
+
+func batch(pid string, num uint64, arrival uint64, appends ...*batchfmt.AppendInput) *Batch {
+	batchCounter++
+	return &Batch{Key: fmt.Sprintf("ingest/obj-%s-%d-%d", pid, num, batchCounter), ObjectBytes: 100, ProducerID: pid, BatchNum: num, ArrivalMs: arrival, Appends: appends}
+}
+
+func TestApplyMatchSeqNumAutoIncrementAcrossBatches(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	// The seeds: match_seq_num 0, then 0 + first batch's length, and so on.
+	next := uint64(0)
+	for i, n := range []int{3, 5, 1} {
+		res, err := s.Apply(batch("p", uint64(i+1), 10, &batchfmt.AppendInput{Records: recs(n), MatchSeqNum: u64(next)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := res.Appends[0]
+		if a.Err != nil || a.Start.SeqNum != next || a.End.SeqNum != next+uint64(n) {
+			t.Fatalf("batch %d: %+v", i, a)
+		}
+		next = a.End.SeqNum
+	}
+	// A stale match_seq_num fails with the expected value; the next append still commits.
+	res, err := s.Apply(batch("p", 4, 10,
+		&batchfmt.AppendInput{Records: recs(2), MatchSeqNum: u64(3)},
+		&batchfmt.AppendInput{Records: recs(2), MatchSeqNum: u64(9)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mm *SeqNumMismatchError
+	if !errors.As(res.Appends[0].Err, &mm) || mm.Expected != 9 || !errors.Is(res.Appends[0].Err, ErrConditionFailed) {
+		t.Fatalf("want seq_num mismatch expecting 9, got %v", res.Appends[0].Err)
+	}
+	if res.Appends[1].Err != nil || res.Appends[1].Start.SeqNum != 9 || s.Tail.SeqNum != 11 {
+		t.Fatalf("second append %+v, tail %d", res.Appends[1], s.Tail.SeqNum)
+	}
+	if e := s.Entries[len(s.Entries)-1]; e.Records != 2 || e.FirstSeq != 9 || !e.IsRejected(0) || e.IsRejected(1) {
+		t.Fatalf("entry %+v", e)
+	}
+}
+
+func TestApplyFencing(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	// The token starts empty: a fence with condition "" succeeds and sets it; an append in the
+	// same batch with the old token then fails carrying the new one.
+	res, err := s.Apply(batch("p", 1, 10,
+		&batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.FenceRecord("tok-1")}, FencingToken: str("")},
+		&batchfmt.AppendInput{Records: recs(1), FencingToken: str("")},
+		&batchfmt.AppendInput{Records: recs(2), FencingToken: str("tok-1")},
+		&batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.FenceRecord("tok-2")}, FencingToken: str("wrong")},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appends[0].Err != nil || s.FencingToken != "tok-1" {
+		t.Fatalf("fence: %v token %q", res.Appends[0].Err, s.FencingToken)
+	}
+	var fm *FencingTokenMismatchError
+	if !errors.As(res.Appends[1].Err, &fm) || fm.Actual != "tok-1" {
+		t.Fatalf("want token mismatch carrying tok-1, got %v", res.Appends[1].Err)
+	}
+	if res.Appends[2].Err != nil || res.Appends[2].Start.SeqNum != 1 {
+		t.Fatalf("append with new token: %+v", res.Appends[2])
+	}
+	if !errors.As(res.Appends[3].Err, &fm) || fm.Actual != "tok-1" || s.FencingToken != "tok-1" {
+		t.Fatalf("rejected fence must not set the token: %v, %q", res.Appends[3].Err, s.FencingToken)
+	}
+	// Fencing is checked before match_seq_num.
+	res, _ = s.Apply(batch("p", 2, 10, &batchfmt.AppendInput{Records: recs(1), FencingToken: str("x"), MatchSeqNum: u64(99)}))
+	if !errors.As(res.Appends[0].Err, &fm) {
+		t.Fatalf("want fencing error first, got %v", res.Appends[0].Err)
+	}
+}
+
+func TestApplyTrim(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	s.Apply(batch("p", 1, 10, &batchfmt.AppendInput{Records: recs(10)}))
+	// Trim to 5 at seq 10: trim point 5.
+	s.Apply(batch("p", 2, 10, &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.TrimRecord(5)}}))
+	if s.TrimPoint != 5 {
+		t.Fatalf("trim point %d", s.TrimPoint)
+	}
+	// Backwards: no change.
+	s.Apply(batch("p", 3, 10, &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.TrimRecord(2)}}))
+	if s.TrimPoint != 5 {
+		t.Fatalf("trim point moved back to %d", s.TrimPoint)
+	}
+	// Past the trim record itself (seq 12): capped at 12.
+	s.Apply(batch("p", 4, 10, &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.TrimRecord(1000)}}))
+	if s.TrimPoint != 12 {
+		t.Fatalf("trim point %d, want 12", s.TrimPoint)
+	}
+}
+
+func TestApplyTimestamps(t *testing.T) {
+	t.Run("client-prefer capped", func(t *testing.T) {
+		s := newState(t, DefaultConfig())
+		res, _ := s.Apply(batch("p", 1, 100, &batchfmt.AppendInput{Records: recs(4, 50, 40, 500)}))
+		// 50; 40 clamps to 50; 500 capped to arrival 100; missing uses arrival 100.
+		a := res.Appends[0]
+		if a.Start.Timestamp != 50 || a.End.Timestamp != 100 || s.Tail.Timestamp != 100 {
+			t.Fatalf("%+v tail %+v", a, s.Tail)
+		}
+		// A later batch with an earlier arrival still cannot go backwards.
+		res, _ = s.Apply(batch("p", 2, 70, &batchfmt.AppendInput{Records: recs(1)}))
+		if res.Appends[0].Start.Timestamp != 100 {
+			t.Fatalf("timestamp went backwards: %+v", res.Appends[0])
+		}
+	})
+	t.Run("uncapped", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Timestamping.Uncapped = true
+		s := newState(t, cfg)
+		res, _ := s.Apply(batch("p", 1, 100, &batchfmt.AppendInput{Records: recs(1, 500)}))
+		if res.Appends[0].Start.Timestamp != 500 {
+			t.Fatalf("%+v", res.Appends[0])
+		}
+	})
+	t.Run("arrival", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Timestamping.Mode = Arrival
+		s := newState(t, cfg)
+		res, _ := s.Apply(batch("p", 1, 100, &batchfmt.AppendInput{Records: recs(1, 5)}))
+		if res.Appends[0].Start.Timestamp != 100 {
+			t.Fatalf("%+v", res.Appends[0])
+		}
+	})
+	t.Run("client-require", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Timestamping.Mode = ClientRequire
+		s := newState(t, cfg)
+		res, _ := s.Apply(batch("p", 1, 100,
+			&batchfmt.AppendInput{Records: recs(2, 5)},
+			&batchfmt.AppendInput{Records: recs(2, 5, 6)}))
+		if !errors.Is(res.Appends[0].Err, ErrTimestampRequired) || res.Appends[1].Err != nil || res.Appends[1].Start.SeqNum != 0 {
+			t.Fatalf("%+v", res.Appends)
+		}
+	})
+}
+
+func TestApplyDuplicateAndResults(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	appends := []*batchfmt.AppendInput{
+		{Records: recs(3, 7, 9)},
+		{Records: recs(1), MatchSeqNum: u64(42)},
+		{Records: recs(2, 3)},
+	}
+	b := batch("p", 1, 20, appends...)
+	res, err := s.Apply(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := s.Apply(b)
+	if !again.Duplicate || s.Tail.SeqNum != 5 || len(s.Entries) != 1 {
+		t.Fatalf("duplicate applied: %+v tail %d", again, s.Tail)
+	}
+	e, ok, err := NewIndex(nil, s).FindBatch(context.Background(), "p", 1)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	rebuilt, err := Results(&e, appends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt, res.Appends) {
+		t.Fatalf("rebuilt %+v\nwant %+v", rebuilt, res.Appends)
+	}
+	if _, err := Results(&e, appends[:2]); !errors.Is(err, ErrInvalidBatch) {
+		t.Fatalf("want ErrInvalidBatch, got %v", err)
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	s := sampleState(t)
+	data := s.Encode()
+	got, err := Decode("m", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
+	}
+	// Every single-byte flip and every truncation is detected as corruption.
+	for i := range data {
+		bad := append([]byte(nil), data...)
+		bad[i] ^= 0x40
+		if _, err := Decode("m", bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("flip at %d: %v", i, err)
+		}
+	}
+	for n := range len(data) {
+		if _, err := Decode("m", data[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated to %d: %v", n, err)
+		}
+	}
+}
+
+func sampleState(t *testing.T) *State {
+	s := newState(t, Config{Timestamping: Timestamping{Mode: ClientPrefer}, Retention: Retention{AgeSecs: 3600}, DeleteOnEmpty: DeleteOnEmpty{MinAgeSecs: 60}, QueueMode: true})
+	s.Apply(batch("p1", 1, 10, &batchfmt.AppendInput{Records: recs(3, 1, 2, 3)}, &batchfmt.AppendInput{Records: recs(1), MatchSeqNum: u64(7)}))
+	s.Apply(batch("p2", 5, 11, &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.FenceRecord("tok")}}, &batchfmt.AppendInput{Records: recs(1), FencingToken: str("nope")}))
+	s.OpenGroup("g1")
+	s.SetCheckpoint("g1", 1, 2)
+	s.RecentWrites = [][8]byte{{1, 2, 3, 4, 5, 6, 7, 8}}
+	s.WriteCounter = 7
+	return s
+}
+
+func FuzzDecode(f *testing.F) {
+	s := &State{Groups: map[string]Group{}, Producers: map[string]ProducerState{}, Config: DefaultConfig()}
+	f.Add(s.Encode())
+	for _, n := range []int{1, 3} {
+		st, _ := NewState(DefaultConfig(), time.UnixMilli(5))
+		for i := range n {
+			st.Apply(batch("p", uint64(i+1), 10, &batchfmt.AppendInput{Records: recs(2, 5)}, &batchfmt.AppendInput{Records: recs(1), MatchSeqNum: u64(1000)}))
+		}
+		st.OpenGroup("g")
+		f.Add(st.Encode())
+	}
+	seg := &Segment{Level: 0, Entries: []Entry{{Key: "k", Records: 2, Appends: 1}}}
+	f.Add(seg.Encode())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := Decode("fuzz", data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+				t.Fatalf("error of the wrong class: %v", err)
+			}
+		} else if again, err := Decode("fuzz", st.Encode()); err != nil || !reflect.DeepEqual(again, st) {
+			t.Fatalf("re-encode differs: %v", err)
+		}
+		g, err := DecodeSegment("fuzz", data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+				t.Fatalf("segment error of the wrong class: %v", err)
+			}
+		} else if _, err := DecodeSegment("fuzz", g.Encode()); err != nil {
+			t.Fatalf("segment re-encode: %v", err)
+		}
+	})
+}
+
+func TestCreateLoadWriteConflict(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	if _, err := Load(ctx, store, "s/manifest"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("want ErrNotExist, got %v", err)
+	}
+	snap, err := Create(ctx, store, "s/manifest", DefaultConfig(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(ctx, store, "s/manifest", DefaultConfig(), time.Now()); !errors.Is(err, ErrExists) {
+		t.Fatalf("want ErrExists, got %v", err)
+	}
+	a, b := snap.State.Clone(), snap.State.Clone()
+	if _, err := Write(ctx, store, "s/manifest", a, snap.Version); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(ctx, store, "s/manifest", b, snap.Version); !errors.Is(err, ErrConflict) {
+		t.Fatalf("want ErrConflict, got %v", err)
+	}
+	got, err := Load(ctx, store, "s/manifest")
+	if err != nil || got.State.WriteCounter != 2 {
+		t.Fatalf("%v counter %d", err, got.State.WriteCounter)
+	}
+	// Bad config is reported in full.
+	_, err = Create(ctx, store, "t/manifest", Config{Timestamping: Timestamping{Mode: 9}}, time.Now())
+	if !errors.Is(err, ErrInvalidConfig) || len(err.(interface{ Unwrap() []error }).Unwrap()) != 2 {
+		t.Fatalf("want 2 config problems, got %v", err)
+	}
+}
+
+func TestUpdateConcurrentCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	if _, err := Create(ctx, store, "m", DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := Update(ctx, store, "m", func(s *State) error {
+					s.OpenGroup(fmt.Sprintf("g%d", w))
+					return nil
+				}, WithMaxAttempts(0), WithBackoff(Backoff{Initial: time.Microsecond, Max: time.Millisecond, Multiplier: 2}))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	snap, _ := Load(ctx, store, "m")
+	for w := range workers {
+		if g := snap.State.Groups[fmt.Sprintf("g%d", w)]; g.Epoch != each {
+			t.Fatalf("group %d epoch %d, want %d (lost or doubled update)", w, g.Epoch, each)
+		}
+	}
+	if snap.State.WriteCounter != workers*each+1 {
+		t.Fatalf("write counter %d", snap.State.WriteCounter)
+	}
+}
+
+func TestUpdateOutcomeUnknownAppliesOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, applied := range []bool{true, false} {
+		mem := objectstore.NewMemStore()
+		if _, err := Create(ctx, mem, "m", DefaultConfig(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		fs := &flakyPuts{Store: mem, key: "m", script: []bool{applied}}
+		snap, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := snap.State.Groups["g"]; g.Epoch != 1 {
+			t.Fatalf("applied=%v: epoch %d, want exactly one bump", applied, g.Epoch)
+		}
+		if fs.unknowns != 1 {
+			t.Fatalf("injected %d unknown outcomes", fs.unknowns)
+		}
+	}
+}
+
+type flakyPuts struct {
+	objectstore.Store
+	key      string
+	mu       sync.Mutex
+	script   []bool
+	unknowns int
+}
+
+func (f *flakyPuts) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	f.mu.Lock()
+	var step *bool
+	if key == f.key && len(f.script) > 0 {
+		step = &f.script[0]
+		f.script = f.script[1:]
+		f.unknowns++
+	}
+	f.mu.Unlock()
+	if step == nil {
+		return f.Store.Put(ctx, key, body, size, cond)
+	}
+	if *step {
+		if _, err := f.Store.Put(ctx, key, body, size, cond); err != nil {
+			return objectstore.ObjectInfo{}, err
+		}
+	}
+	return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, errors.New("injected"))
+}

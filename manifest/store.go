@@ -1,0 +1,290 @@
+package manifest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Snapshot is a manifest as read from (or written to) the store: the state and the store
+// version it was read at, the version the next conditional write must name.
+type Snapshot struct {
+	State   *State
+	Version string
+}
+
+// Load reads and decodes the manifest at path. ErrNotExist if there is none.
+func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot, error) {
+	data, info, err := objectstore.ReadAll(ctx, store, path)
+	if err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, path, err)
+		}
+		return nil, fmt.Errorf("manifest: load %s: %w", path, err)
+	}
+	st, err := Decode(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{State: st, Version: info.Version}, nil
+}
+
+// Create writes a new, empty manifest at path, create-only. ErrExists if one is there.
+// A create whose outcome is unknown is resolved by reading the manifest back: if it holds the
+// generation just written, the create took effect.
+func Create(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
+	st, err := NewState(cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := stamp(st); err != nil {
+		return nil, err
+	}
+	info, err := objectstore.PutBytes(ctx, store, path, st.Encode(), objectstore.IfAbsent())
+	switch {
+	case err == nil:
+		return &Snapshot{State: st, Version: info.Version}, nil
+	case errors.Is(err, objectstore.ErrPreconditionFailed):
+		return nil, fmt.Errorf("%w: %s", ErrExists, path)
+	case errors.Is(err, objectstore.ErrOutcomeUnknown):
+		snap, lerr := Load(ctx, store, path)
+		if lerr != nil {
+			return nil, fmt.Errorf("%w: create %s: %w (read back: %w)", ErrOutcomeUnknown, path, err, lerr)
+		}
+		if snap.State.Generation == st.Generation {
+			return snap, nil
+		}
+		return nil, fmt.Errorf("%w: %s", ErrExists, path)
+	}
+	return nil, fmt.Errorf("manifest: create %s: %w", path, err)
+}
+
+// LoadOrCreate loads the manifest at path, creating it with cfg when there is none.
+func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
+	for range 3 {
+		snap, err := Load(ctx, store, path)
+		if !errors.Is(err, ErrNotExist) {
+			return snap, err
+		}
+		snap, err = Create(ctx, store, path, cfg, now)
+		if !errors.Is(err, ErrExists) {
+			return snap, err
+		}
+	}
+	return nil, fmt.Errorf("manifest: %s keeps appearing and disappearing", path)
+}
+
+// stamp increments the write counter and records a fresh write nonce.
+func stamp(st *State) ([8]byte, error) {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nonce, fmt.Errorf("manifest: random nonce: %w", err)
+	}
+	st.WriteCounter++
+	st.RecentWrites = append(st.RecentWrites, nonce)
+	if n := len(st.RecentWrites); n > maxRecentWrites {
+		st.RecentWrites = slices.Delete(st.RecentWrites, 0, n-maxRecentWrites)
+	}
+	return nonce, nil
+}
+
+// WriteResult is what Write reports: the new snapshot and the write's nonce.
+type WriteResult struct {
+	Snapshot
+	Nonce [8]byte
+}
+
+// Write stores st at path if the manifest is still at version base (If-Match). st must be the
+// caller's own copy (see State.Clone): Write seals old entries into segments when the bound
+// is exceeded (writing segment objects create-only), increments the write counter and records
+// a write nonce, all in st.
+//
+// Errors: ErrConflict when another write came first; an error matching ErrOutcomeUnknown when
+// the write may or may not have taken effect (the nonce identifies it: see Applied); other
+// errors did not take effect.
+func Write(ctx context.Context, store objectstore.Store, path string, st *State, base string) (*WriteResult, error) {
+	if base == "" {
+		return nil, fmt.Errorf("manifest: write %s: empty base version", path)
+	}
+	if err := Seal(ctx, store, path, st); err != nil {
+		return nil, err
+	}
+	nonce, err := stamp(st)
+	if err != nil {
+		return nil, err
+	}
+	info, err := objectstore.PutBytes(ctx, store, path, st.Encode(), objectstore.IfMatch(base))
+	switch {
+	case err == nil:
+		return &WriteResult{Snapshot: Snapshot{State: st, Version: info.Version}, Nonce: nonce}, nil
+	case errors.Is(err, objectstore.ErrPreconditionFailed):
+		return &WriteResult{Nonce: nonce}, fmt.Errorf("%w: %s: %w", ErrConflict, path, err)
+	case errors.Is(err, objectstore.ErrOutcomeUnknown):
+		return &WriteResult{Nonce: nonce}, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, path, err)
+	}
+	return &WriteResult{Nonce: nonce}, fmt.Errorf("manifest: write %s: %w", path, err)
+}
+
+// Applied reports whether a write with this nonce is among the latest writes recorded in s
+// (the last 32). Right after an outcome-unknown write, a fresh read that does not show the
+// nonce and is at another version than the write's base means the write never took effect
+// and never will (its If-Match names a version that is gone; versions never recur).
+func (s *State) Applied(nonce [8]byte) bool {
+	return slices.Contains(s.RecentWrites, nonce)
+}
+
+// Backoff is a jittered exponential backoff: attempt n (from 0) waits a uniformly random
+// duration in [0, min(Max, Initial·Multiplier^n)] ("full jitter").
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+}
+
+// DefaultBackoff: 10 ms doubling to 1 s.
+func DefaultBackoff() Backoff {
+	return Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2}
+}
+
+// Validate reports every problem.
+func (b Backoff) Validate() error {
+	var errs []error
+	if b.Initial <= 0 {
+		errs = append(errs, fmt.Errorf("backoff initial %v must be > 0", b.Initial))
+	}
+	if b.Max < b.Initial {
+		errs = append(errs, fmt.Errorf("backoff max %v must be >= initial %v", b.Max, b.Initial))
+	}
+	if b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0) {
+		errs = append(errs, fmt.Errorf("backoff multiplier %v must be >= 1", b.Multiplier))
+	}
+	return errors.Join(errs...)
+}
+
+// Delay returns the wait before retry number attempt (0-based).
+func (b Backoff) Delay(attempt int) time.Duration {
+	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(min(attempt, 60)))
+	if d > float64(b.Max) || math.IsNaN(d) {
+		d = float64(b.Max)
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(mrand.Int64N(int64(d) + 1))
+}
+
+// Sleep waits for Delay(attempt) or until ctx is done.
+func (b Backoff) Sleep(ctx context.Context, attempt int) error {
+	t := time.NewTimer(b.Delay(attempt))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// UpdateOption modifies Update.
+type UpdateOption func(*updateOptions)
+
+type updateOptions struct {
+	backoff     Backoff
+	maxAttempts int
+}
+
+// WithBackoff sets Update's backoff between attempts (default DefaultBackoff).
+func WithBackoff(b Backoff) UpdateOption { return func(o *updateOptions) { o.backoff = b } }
+
+// WithMaxAttempts bounds Update's write attempts (default 50); n <= 0 means no bound but ctx.
+func WithMaxAttempts(n int) UpdateOption { return func(o *updateOptions) { o.maxAttempts = n } }
+
+// Update is read-modify-write with retries: it loads the manifest, calls fn on a private copy
+// of the state, and writes the result conditionally on the version it read. On a conflict it
+// waits (jittered exponential backoff), reloads and calls fn again. When a write's outcome is
+// unknown it reloads and looks for its write nonce among the manifest's recent writes: if
+// found, the write took effect and Update returns the reloaded snapshot (which may include
+// later writes of others); otherwise it retries. So fn's change is applied at most once,
+// and exactly once when Update returns nil.
+//
+// fn may return ErrNoChange to skip the write (Update then returns the snapshot read), or
+// any other error to abort (returned as is). fn must not keep the *State.
+// Update fails with ErrNotExist when there is no manifest, and with ErrGenerationChanged
+// when the stream is replaced while it runs.
+func Update(ctx context.Context, store objectstore.Store, path string, fn func(*State) error, opts ...UpdateOption) (*Snapshot, error) {
+	o := updateOptions{backoff: DefaultBackoff(), maxAttempts: 50}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.backoff.Validate(); err != nil {
+		return nil, fmt.Errorf("manifest: update: %w", err)
+	}
+	snap, err := loadRetrying(ctx, store, path, o.backoff)
+	if err != nil {
+		return nil, err
+	}
+	gen := snap.State.Generation
+	var nonces [][8]byte
+	var lastErr error
+	for attempt := 0; o.maxAttempts <= 0 || attempt < o.maxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := o.backoff.Sleep(ctx, attempt-1); err != nil {
+				return nil, fmt.Errorf("manifest: update %s: %w (last error: %w)", path, err, lastErr)
+			}
+			if snap, err = loadRetrying(ctx, store, path, o.backoff); err != nil {
+				return nil, err
+			}
+			if snap.State.Generation != gen {
+				return nil, fmt.Errorf("%w: %s", ErrGenerationChanged, path)
+			}
+			for _, n := range nonces {
+				if snap.State.Applied(n) {
+					return snap, nil
+				}
+			}
+		}
+		st := snap.State.Clone()
+		if err := fn(st); err != nil {
+			if errors.Is(err, ErrNoChange) {
+				return snap, nil
+			}
+			return nil, err
+		}
+		res, err := Write(ctx, store, path, st, snap.Version)
+		if err == nil {
+			return &res.Snapshot, nil
+		}
+		if res != nil && errors.Is(err, ErrOutcomeUnknown) {
+			nonces = append(nonces, res.Nonce)
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr)
+}
+
+// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption or ctx) with
+// backoff.
+func loadRetrying(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		snap, err := Load(ctx, store, path)
+		if err == nil {
+			return snap, nil
+		}
+		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || ctx.Err() != nil || attempt >= 20 {
+			return nil, err
+		}
+		if serr := b.Sleep(ctx, attempt); serr != nil {
+			return nil, err
+		}
+	}
+}
