@@ -16,7 +16,8 @@
 // why the manifest carries a write counter (see package manifest).
 //
 // Errors: every error returned by a Store matches, with errors.Is, at most one of the sentinels
-// ErrNotFound, ErrPreconditionFailed, ErrNotModified and ErrOutcomeUnknown, and is usually an
+// ErrNotFound, ErrPreconditionFailed, ErrNotModified, ErrOutcomeUnknown, ErrInvalidKey, ErrClosed
+// and ErrCorrupt, and is usually an
 // *OpError carrying the operation, the key and the backend's cause. ErrOutcomeUnknown means a
 // write may or may not have taken effect (a timeout or a lost connection after the request was
 // sent); callers that need exactly-once must find out which before retrying. Any other error is
@@ -53,6 +54,9 @@ var (
 	ErrInvalidKey = errors.New("objectstore: invalid key")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("objectstore: store closed")
+	// ErrCorrupt: the backend holds something that is not a well-formed object (for example a
+	// file in a file store's directory without the object header). Never retried.
+	ErrCorrupt = errors.New("objectstore: corrupt object")
 )
 
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for

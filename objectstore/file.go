@@ -1,0 +1,704 @@
+//go:build unix
+
+package objectstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// FileStore keeps objects as files under a root directory. Several processes on one machine may
+// share the directory; all of them must use this package (or follow the same protocol).
+//
+// Layout. The object with key "a/b/c" is the file ROOT/a/b/c. The directory ROOT/.sluice-tmp
+// holds temporary files and lock files and is never listed; the file store rejects keys whose
+// first segment is ".sluice-tmp" with ErrInvalidKey. Because a name is either a file or a
+// directory, the file store cannot hold both "a" and "a/b": the second put fails with an error
+// that matches ErrKeyConflict (no other sentinel; nothing is written).
+//
+// Each object file starts with a 24-byte header that carries the object's version:
+//
+//	offset 0        7    8                        24
+//	       +--------+----+------------------------+------------------------+
+//	       |"SLUICEO"|0x01| version: 16 random bytes| object bytes (size N)  |
+//	       +--------+----+------------------------+------------------------+
+//	        magic   format
+//
+// The version string is the 32-digit lower-case hex of the 16 random bytes (crypto/rand), so two
+// writes in the same nanosecond get different versions, and a version is never reused, even after
+// delete and re-create. The version lives in the same file as the bytes it names, so one rename
+// publishes both at once: readers take no locks, and a crash cannot leave a version that
+// disagrees with its content (the failure modes of a sidecar file or of an mtime-derived
+// version). A file under ROOT without this header is reported as ErrCorrupt.
+//
+// Writes. A put writes the header and the body to a temporary file in ROOT/.sluice-tmp, fsyncs
+// it, then, holding an exclusive flock(2) on the key's lock file (one of 64 lock files chosen by
+// a hash of the key, shared by every process), applies its condition and publishes the file:
+// create-only with link(2), which fails if the name exists; If-Match by reading the current
+// header, comparing versions, and rename(2); unconditional with rename(2). It then fsyncs the
+// directory (and the parents of directories it created). Delete unlinks under the same lock and
+// fsyncs the directory, then removes directories left empty. All writes to a key are therefore
+// serialized across processes, and a reader sees the old object or the new one, never a part.
+//
+// Listing walks the tree and returns keys in byte order, as S3 does (a directory "a" sorts as
+// "a/", so "a-b" comes before "a/b" and "a0" after it), reading each listed file's header for
+// its version. ModTime is the file's modification time (the store's own clock, not a version).
+// Temporary files older than an hour, left by crashed processes, are removed when a FileStore
+// is opened.
+type FileStore struct {
+	root    string
+	tmpDir  string
+	lockDir string
+	noSync  bool
+	logger  *slog.Logger
+	closed  atomic.Bool
+	stripes [fileLockStripes]sync.Mutex
+}
+
+// ErrKeyConflict matches errors from a file store put whose key is a directory holding other
+// objects, or has an object as a path prefix ("a" and "a/b" cannot both exist on a file
+// system). It is a plain failure: nothing was written.
+var ErrKeyConflict = errors.New("objectstore: key conflicts with another key's path")
+
+const (
+	fileTmpDirName  = ".sluice-tmp"
+	fileLockStripes = 64
+	fileHeaderLen   = 24
+	fileFormat      = 1
+	fileTmpMaxAge   = time.Hour
+)
+
+var fileMagic = [7]byte{'S', 'L', 'U', 'I', 'C', 'E', 'O'}
+
+// FileOption configures NewFileStore.
+type FileOption func(*fileConfig)
+
+type fileConfig struct {
+	logger *slog.Logger
+	noSync bool
+}
+
+// WithFileLogger sets the logger (default: discard).
+func WithFileLogger(l *slog.Logger) FileOption { return func(c *fileConfig) { c.logger = l } }
+
+// WithFileNoSync skips fsync of files and directories. Writes stay atomic but are no longer
+// durable across a machine crash. For benchmarks and throwaway data only.
+func WithFileNoSync() FileOption { return func(c *fileConfig) { c.noSync = true } }
+
+// NewFileStore opens (creating if needed) a file store rooted at dir.
+func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
+	cfg := fileConfig{logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var problems []error
+	if dir == "" {
+		problems = append(problems, errors.New("objectstore: file store: empty directory"))
+	}
+	if cfg.logger == nil {
+		problems = append(problems, errors.New("objectstore: file store: nil logger"))
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: file store %q: %w", dir, err)
+	}
+	s := &FileStore{
+		root:    root,
+		tmpDir:  filepath.Join(root, fileTmpDirName),
+		lockDir: filepath.Join(root, fileTmpDirName, "locks"),
+		noSync:  cfg.noSync,
+		logger:  cfg.logger,
+	}
+	if err := os.MkdirAll(s.lockDir, 0o755); err != nil {
+		return nil, fmt.Errorf("objectstore: file store %q: %w", dir, err)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("objectstore: file store %q: not a directory", dir)
+	}
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// Root returns the store's absolute root directory.
+func (s *FileStore) Root() string { return s.root }
+
+func (s *FileStore) removeStaleTemps() {
+	entries, err := os.ReadDir(s.tmpDir)
+	if err != nil {
+		s.logger.Warn("objectstore: file store: reading temp dir", "err", err)
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "put-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < fileTmpMaxAge {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.tmpDir, e.Name())); err == nil {
+			s.logger.Info("objectstore: file store: removed stale temp file", "name", e.Name())
+		}
+	}
+}
+
+func (s *FileStore) check(op, key string) error {
+	if s.closed.Load() {
+		return NewOpError(op, key, ErrClosed, nil)
+	}
+	if err := ValidateKey(key); err != nil {
+		return NewOpError(op, key, ErrInvalidKey, err)
+	}
+	if key == fileTmpDirName || strings.HasPrefix(key, fileTmpDirName+"/") {
+		return NewOpError(op, key, ErrInvalidKey, fmt.Errorf("%w: %q: the file store reserves the top-level name %q", ErrInvalidKey, key, fileTmpDirName))
+	}
+	return nil
+}
+
+func (s *FileStore) path(key string) string {
+	return filepath.Join(s.root, filepath.FromSlash(key))
+}
+
+// corruptError describes a malformed object file; openObject classes it as ErrCorrupt.
+type corruptError string
+
+func (e corruptError) Error() string { return string(e) }
+
+// readFileHeader reads and checks the header of an open object file.
+func readFileHeader(f *os.File) (version string, err error) {
+	var h [fileHeaderLen]byte
+	n, err := f.ReadAt(h[:], 0)
+	if n < fileHeaderLen {
+		if err == nil || errors.Is(err, io.EOF) {
+			return "", corruptError(fmt.Sprintf("%s: %d bytes, shorter than the %d-byte header", f.Name(), n, fileHeaderLen))
+		}
+		return "", err
+	}
+	if !bytes.Equal(h[:7], fileMagic[:]) {
+		return "", corruptError(fmt.Sprintf("%s: no object header (magic %q)", f.Name(), h[:7]))
+	}
+	if h[7] != fileFormat {
+		return "", corruptError(fmt.Sprintf("%s: unknown format %d", f.Name(), h[7]))
+	}
+	return hex.EncodeToString(h[8:24]), nil
+}
+
+// openObject opens key's file and reads its info. It returns ErrNotFound (as the OpError kind)
+// when there is no object file at key.
+func (s *FileStore) openObject(op, key string) (*os.File, ObjectInfo, error) {
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		if isNotExist(err) {
+			return nil, ObjectInfo{}, NewOpError(op, key, ErrNotFound, nil)
+		}
+		return nil, ObjectInfo{}, NewOpError(op, key, nil, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, ObjectInfo{}, NewOpError(op, key, nil, err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, ObjectInfo{}, NewOpError(op, key, ErrNotFound, nil)
+	}
+	version, err := readFileHeader(f)
+	if err != nil {
+		f.Close()
+		var ce corruptError
+		if errors.As(err, &ce) {
+			return nil, ObjectInfo{}, NewOpError(op, key, ErrCorrupt, err)
+		}
+		return nil, ObjectInfo{}, NewOpError(op, key, nil, err)
+	}
+	return f, ObjectInfo{Key: key, Size: fi.Size() - fileHeaderLen, Version: version, ModTime: fi.ModTime()}, nil
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+type fileBody struct {
+	io.Reader
+	f *os.File
+}
+
+func (b *fileBody) Close() error { return b.f.Close() }
+
+// Get implements Store.
+func (s *FileStore) Get(ctx context.Context, key string, opts GetOptions) (*Object, error) {
+	if err := s.check("get", key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, NewOpError("get", key, nil, err)
+	}
+	f, info, err := s.openObject("get", key)
+	if err != nil {
+		return nil, err
+	}
+	if opts.IfNoneMatch != "" && opts.IfNoneMatch == info.Version {
+		f.Close()
+		return nil, NewOpError("get", key, ErrNotModified, nil)
+	}
+	off, n := int64(0), info.Size
+	if r := opts.Range; r != nil {
+		off = min(max(r.Offset, 0), info.Size)
+		n = info.Size - off
+		if r.Length >= 0 && r.Length < n {
+			n = r.Length
+		}
+	}
+	return &Object{ObjectInfo: info, Body: &fileBody{Reader: io.NewSectionReader(f, fileHeaderLen+off, n), f: f}}, nil
+}
+
+// Head implements Store.
+func (s *FileStore) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := s.check("head", key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, NewOpError("head", key, nil, err)
+	}
+	f, info, err := s.openObject("head", key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	f.Close()
+	return info, nil
+}
+
+// sizedReader yields exactly size bytes of r and fails, before yielding the last byte, if r
+// is shorter or longer. Failing before the end matters for streaming uploads: a request whose
+// body errors is aborted instead of completed.
+type sizedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func newSizedReader(r io.Reader, size int64) *sizedReader { return &sizedReader{r: r, left: size} }
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		return 0, s.checkEnd()
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.r.Read(p)
+	s.left -= int64(n)
+	if s.left == 0 {
+		if err := s.checkEnd(); err != io.EOF {
+			return 0, err
+		}
+		return n, nil
+	}
+	if errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("%w: body ended %d bytes short of the given size", io.ErrUnexpectedEOF, s.left)
+	}
+	return n, err
+}
+
+func (s *sizedReader) checkEnd() error {
+	var b [1]byte
+	for {
+		n, err := s.r.Read(b[:])
+		if n > 0 {
+			return errBodyLonger
+		}
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func newVersion() ([16]byte, error) {
+	var v [16]byte
+	_, err := rand.Read(v[:])
+	return v, err
+}
+
+// Put implements Store.
+func (s *FileStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond PutCondition) (ObjectInfo, error) {
+	if err := s.check("put", key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := cond.Validate(); err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	if size < 0 {
+		return ObjectInfo{}, NewOpError("put", key, nil, errNegativeSize)
+	}
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	tmp, info, err := s.writeTemp(ctx, key, body, size)
+	if err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	defer os.Remove(tmp) // a no-op after a successful rename
+	unlock, err := s.lock(key)
+	if err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	defer unlock()
+	final := s.path(key)
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	if cond.IfMatch != "" {
+		f, cur, err := s.openObject("put", key)
+		if errors.Is(err, ErrNotFound) {
+			return ObjectInfo{}, NewOpError("put", key, ErrPreconditionFailed, fmt.Errorf("%w: no object", errVersionMismatch))
+		}
+		if err != nil {
+			return ObjectInfo{}, err
+		}
+		f.Close()
+		if cur.Version != cond.IfMatch {
+			return ObjectInfo{}, NewOpError("put", key, ErrPreconditionFailed, errVersionMismatch)
+		}
+	}
+	publish := os.Rename
+	if cond.IfAbsent {
+		publish = os.Link
+	}
+	created, err := s.publish(key, tmp, final, publish)
+	if err != nil {
+		if cond.IfAbsent && errors.Is(err, fs.ErrExist) {
+			if fi, serr := os.Lstat(final); serr == nil && !fi.IsDir() {
+				return ObjectInfo{}, NewOpError("put", key, ErrPreconditionFailed, errExists)
+			}
+		}
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.ENOTDIR) {
+			return ObjectInfo{}, NewOpError("put", key, nil, fmt.Errorf("%w: %q: %v", ErrKeyConflict, key, err))
+		}
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	// The object is now published: a failure to make it durable is an unknown outcome.
+	if err := s.syncDirs(filepath.Dir(final), created); err != nil {
+		return ObjectInfo{}, NewOpError("put", key, ErrOutcomeUnknown, err)
+	}
+	return info, nil
+}
+
+// writeTemp writes the header and body to a synced temporary file and returns its path and the
+// object's info.
+func (s *FileStore) writeTemp(ctx context.Context, key string, body io.Reader, size int64) (path string, info ObjectInfo, err error) {
+	v, err := newVersion()
+	if err != nil {
+		return "", ObjectInfo{}, err
+	}
+	f, err := os.CreateTemp(s.tmpDir, "put-*")
+	if err != nil {
+		return "", ObjectInfo{}, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	var h [fileHeaderLen]byte
+	copy(h[:], fileMagic[:])
+	h[7] = fileFormat
+	copy(h[8:], v[:])
+	if _, err := f.Write(h[:]); err != nil {
+		return "", ObjectInfo{}, err
+	}
+	if _, err := io.Copy(f, newSizedReader(body, size)); err != nil {
+		return "", ObjectInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", ObjectInfo{}, err
+	}
+	if !s.noSync {
+		if err := f.Sync(); err != nil {
+			return "", ObjectInfo{}, err
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return "", ObjectInfo{}, err
+	}
+	if err := f.Close(); err != nil {
+		return "", ObjectInfo{}, err
+	}
+	return f.Name(), ObjectInfo{Key: key, Size: size, Version: hex.EncodeToString(v[:]), ModTime: fi.ModTime()}, nil
+}
+
+// publish moves tmp to final with fn (rename or link), creating missing parent directories. It
+// returns the directories it created, outermost first. A concurrent Delete may remove an empty
+// parent between mkdir and publish; publish then tries again.
+func (s *FileStore) publish(key, tmp, final string, fn func(string, string) error) ([]string, error) {
+	var created []string
+	for attempt := 0; ; attempt++ {
+		err := fn(tmp, final)
+		if err == nil {
+			return created, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+			return created, err
+		}
+		dirs, err := s.mkdirs(filepath.Dir(final))
+		created = append(created, dirs...)
+		if err != nil {
+			return created, err
+		}
+	}
+}
+
+// mkdirs creates dir and its missing parents below the root, returning the ones it created.
+func (s *FileStore) mkdirs(dir string) ([]string, error) {
+	rel, err := filepath.Rel(s.root, dir)
+	if err != nil || rel == "." {
+		return nil, err
+	}
+	var created []string
+	cur := s.root
+	for _, seg := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, seg)
+		err := os.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+			created = append(created, cur)
+		case errors.Is(err, fs.ErrExist):
+			if fi, serr := os.Stat(cur); serr == nil && !fi.IsDir() {
+				return created, fmt.Errorf("%s: %w", cur, syscall.ENOTDIR)
+			}
+		default:
+			return created, err
+		}
+	}
+	return created, nil
+}
+
+// syncDirs fsyncs dir and the parent of every directory in created.
+func (s *FileStore) syncDirs(dir string, created []string) error {
+	if s.noSync {
+		return nil
+	}
+	dirs := []string{dir}
+	for _, c := range created {
+		dirs = append(dirs, filepath.Dir(c))
+	}
+	slices.Sort(dirs)
+	for _, d := range slices.Compact(dirs) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// lock takes the in-process mutex and the cross-process flock of key's stripe.
+func (s *FileStore) lock(key string) (unlock func(), err error) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	i := h.Sum32() % fileLockStripes
+	s.stripes[i].Lock()
+	f, err := os.OpenFile(filepath.Join(s.lockDir, fmt.Sprintf("%02d", i)), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		s.stripes[i].Unlock()
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		s.stripes[i].Unlock()
+		return nil, fmt.Errorf("flock %s: %w", f.Name(), err)
+	}
+	return func() {
+		// Closing the descriptor releases the flock.
+		f.Close()
+		s.stripes[i].Unlock()
+	}, nil
+}
+
+// Delete implements Store.
+func (s *FileStore) Delete(ctx context.Context, key string) error {
+	if err := s.check("delete", key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return NewOpError("delete", key, nil, err)
+	}
+	unlock, err := s.lock(key)
+	if err != nil {
+		return NewOpError("delete", key, nil, err)
+	}
+	final := s.path(key)
+	err = syscall.Unlink(final)
+	if err == nil && !s.noSync {
+		err = syncDir(filepath.Dir(final))
+	}
+	unlock()
+	if err != nil && !isNotExist(err) && !errors.Is(err, syscall.EISDIR) && !errors.Is(err, syscall.EPERM) {
+		return NewOpError("delete", key, nil, err)
+	}
+	if err != nil && (errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.EPERM)) {
+		// Unlink of a directory: the key names a directory of other objects, not an object.
+		if fi, serr := os.Lstat(final); serr != nil || !fi.IsDir() {
+			return NewOpError("delete", key, nil, err)
+		}
+		return nil
+	}
+	// Remove directories the delete left empty; rmdir fails harmlessly on a non-empty one.
+	for dir := filepath.Dir(final); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if syscall.Rmdir(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// List implements Store.
+func (s *FileStore) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+	if s.closed.Load() {
+		return ListPage{}, NewOpError("list", prefix, ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, NewOpError("list", prefix, nil, err)
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	// Start at the deepest directory the prefix names. If that part of the prefix cannot be
+	// part of a valid key, nothing matches.
+	base := prefix[:strings.LastIndex(prefix, "/")+1]
+	if base != "" {
+		if ValidateKey(strings.TrimSuffix(base, "/")) != nil || base == fileTmpDirName+"/" || strings.HasPrefix(base, fileTmpDirName+"/") {
+			return ListPage{}, nil
+		}
+	}
+	w := fileWalk{s: s, ctx: ctx, prefix: prefix, after: startAfter, want: limit + 1}
+	if err := w.dir(base); err != nil {
+		return ListPage{}, err
+	}
+	page := ListPage{Objects: w.out}
+	if len(w.out) > limit {
+		page.Objects = w.out[:limit]
+		page.NextStartAfter = page.Objects[limit-1].Key
+	}
+	return page, nil
+}
+
+type fileWalk struct {
+	s      *FileStore
+	ctx    context.Context
+	prefix string
+	after  string
+	want   int
+	out    []ObjectInfo
+}
+
+type fileEntry struct {
+	sortKey string // the key of a file; the key prefix ("a/b/") of a directory
+	dir     bool
+}
+
+// dir lists the directory for key prefix dirKey ("" or ending in "/") in byte order of the keys
+// below it, pruning subtrees that cannot hold matching keys.
+func (w *fileWalk) dir(dirKey string) error {
+	if err := w.ctx.Err(); err != nil {
+		return NewOpError("list", w.prefix, nil, err)
+	}
+	entries, err := os.ReadDir(filepath.Join(w.s.root, filepath.FromSlash(dirKey)))
+	if err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return NewOpError("list", w.prefix, nil, err)
+	}
+	ents := make([]fileEntry, 0, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		if dirKey == "" && name == fileTmpDirName {
+			continue
+		}
+		fe := fileEntry{sortKey: dirKey + name, dir: e.IsDir()}
+		if fe.dir {
+			fe.sortKey += "/"
+		}
+		ents = append(ents, fe)
+	}
+	slices.SortFunc(ents, func(a, b fileEntry) int { return strings.Compare(a.sortKey, b.sortKey) })
+	for _, e := range ents {
+		if len(w.out) >= w.want {
+			return nil
+		}
+		if e.dir {
+			p := e.sortKey
+			if !strings.HasPrefix(p, w.prefix) && !strings.HasPrefix(w.prefix, p) {
+				continue
+			}
+			if p < w.after && !strings.HasPrefix(w.after, p) {
+				continue // every key below p sorts before startAfter
+			}
+			if err := w.dir(p); err != nil {
+				return err
+			}
+			continue
+		}
+		key := e.sortKey
+		if !strings.HasPrefix(key, w.prefix) || key <= w.after {
+			continue
+		}
+		if err := ValidateKey(key); err != nil {
+			w.s.logger.Warn("objectstore: file store: skipping a file whose name is not a valid key", "path", filepath.Join(w.s.root, key), "err", err)
+			continue
+		}
+		f, info, err := w.s.openObject("list", key)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since ReadDir
+		}
+		if err != nil {
+			return err
+		}
+		f.Close()
+		w.out = append(w.out, info)
+	}
+	return nil
+}
+
+// Close implements Store. It does not wait for operations in flight.
+func (s *FileStore) Close() error {
+	s.closed.Store(true)
+	return nil
+}
