@@ -3,6 +3,7 @@ package batchfmt
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,98 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestBatcherProperty feeds random records with random clock steps and polls, and checks the
+// seeds' rules on the batches that come out.
+func TestBatcherProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(testSeed(t), 3))
+	for k := 0; k < 50; k++ {
+		cfg := BatchingConfig{
+			Linger:          time.Duration(r.IntN(10)) * time.Millisecond,
+			MaxBatchRecords: 1 + r.IntN(20),
+			MaxBatchBytes:   8 + r.IntN(500),
+		}
+		start := uint64(r.IntN(1000))
+		b, clk := newTestBatcher(t, cfg, WithMatchSeqNum(start), WithFencingToken("f"))
+		var sent []int // metered sizes, in order, of accepted records
+		var got []AppendInput
+		var firstAt []time.Time // when each batch's first record was added
+		var outAt []time.Time   // when each batch came out
+		pendingFirst := time.Time{}
+		emit := func(ins ...AppendInput) {
+			for _, in := range ins {
+				got = append(got, in)
+				firstAt = append(firstAt, pendingFirst)
+				outAt = append(outAt, clk.t)
+				pendingFirst = clk.t // only meaningful if the next batch already has a record
+			}
+		}
+		for i := 0; i < 300; i++ {
+			clk.advance(time.Duration(r.IntN(3)) * time.Millisecond)
+			if r.IntN(4) == 0 {
+				if in, ok := b.Poll(); ok {
+					emit(in)
+				}
+				continue
+			}
+			size := 8 + r.IntN(cfg.MaxBatchBytes+20)
+			wasEmpty := b.Len() == 0
+			out, err := b.Add(sizedRecord(size))
+			if size > cfg.MaxBatchBytes {
+				var te *RecordTooLargeError
+				if !errors.As(err, &te) {
+					t.Fatalf("oversized record: %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wasEmpty {
+				pendingFirst = clk.t
+			}
+			// When a batch completes before this record joins, the record starts the next.
+			for j, in := range out {
+				got = append(got, in)
+				firstAt = append(firstAt, pendingFirst)
+				outAt = append(outAt, clk.t)
+				if j == 0 && len(out) == 2 || (len(out) == 1 && b.Len() == 1) {
+					pendingFirst = clk.t
+				}
+			}
+			sent = append(sent, size)
+		}
+		if in, ok := b.Flush(); ok {
+			got = append(got, in)
+		}
+		// Every accepted record comes out once, in order; batches respect the limits; an
+		// overflow completed the batch before it; conditions advance.
+		idx := 0
+		seq := start
+		for bi, in := range got {
+			if len(in.Records) == 0 || len(in.Records) > cfg.MaxBatchRecords || in.MeteredSize() > cfg.MaxBatchBytes {
+				t.Fatalf("batch %d: %d records, %d bytes breaks %+v", bi, len(in.Records), in.MeteredSize(), cfg)
+			}
+			for _, rec := range in.Records {
+				if idx >= len(sent) || rec.MeteredSize() != sent[idx] {
+					t.Fatalf("batch %d: record %d out of order", bi, idx)
+				}
+				idx++
+			}
+			if *in.MatchSeqNum != seq || *in.FencingToken != "f" {
+				t.Fatalf("batch %d: match_seq_num %d want %d", bi, *in.MatchSeqNum, seq)
+			}
+			seq += uint64(len(in.Records))
+			if bi+1 < len(got) && len(in.Records) < cfg.MaxBatchRecords && in.MeteredSize()+got[bi+1].Records[0].MeteredSize() <= cfg.MaxBatchBytes {
+				// The batch was not full, so only linger (or Poll) may have completed it.
+				if !firstAt[bi].IsZero() && outAt[bi].Before(firstAt[bi].Add(cfg.Linger)) {
+					t.Fatalf("batch %d completed at %v before its linger (first record %v)", bi, outAt[bi], firstAt[bi])
+				}
+			}
+		}
+		if idx != len(sent) {
+			t.Fatalf("%d records sent, %d came out", len(sent), idx)
+		}
+	}
 }
