@@ -1,0 +1,420 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/s2api"
+)
+
+// Defaults of the options.
+const (
+	DefaultMaxBodyBytes      = 8 << 20
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	// MaxHeartbeatInterval is the longest heartbeat interval allowed: the SDK gives up on an
+	// S2S read session after 20 s without a batch, and on SSE after 25 s without an event.
+	MaxHeartbeatInterval = 15 * time.Second
+)
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	token        string
+	tokenSet     bool
+	maxBody      int64
+	heartbeat    time.Duration
+	writeTimeout time.Duration
+	logger       *slog.Logger
+	registerer   prometheus.Registerer
+	now          func() time.Time
+}
+
+// WithBearerToken requires "Authorization: Bearer <token>" on every request (compared in
+// constant time). The token must not be empty. Without this option no authentication is done.
+func WithBearerToken(token string) Option {
+	return func(o *options) { o.token, o.tokenSet = token, true }
+}
+
+// WithMaxBodyBytes bounds unary request bodies (default 8 MiB; must be at least 1 MiB).
+func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n } }
+
+// WithHeartbeatInterval sets how often an idle read session sends a heartbeat (default 10 s;
+// must be in (0, 15 s]).
+func WithHeartbeatInterval(d time.Duration) Option { return func(o *options) { o.heartbeat = d } }
+
+// WithWriteTimeout bounds each write to a session's client (default 30 s; must be > 0). A
+// client that does not take a batch or ack within it is disconnected, so a stuck client holds
+// at most one batch of the server's memory.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithRegisterer registers the server's metrics (default: none registered).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.registerer = r } }
+
+// WithClock replaces time.Now (for ping timestamps).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// Server is an http.Handler serving S2's REST API v1 over a Backend, under /v1 and at the root.
+//
+// Close cancels the open sessions and waits for their handlers to return.
+type Server struct {
+	b    Backend
+	opts options
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+
+	requests *prometheus.CounterVec
+	sessions *prometheus.GaugeVec
+}
+
+// ErrClosed is returned by requests to a closed Server.
+var ErrClosed = errors.New("server: closed")
+
+// New returns a Server over b.
+func New(b Backend, opts ...Option) (*Server, error) {
+	o := options{
+		maxBody:      DefaultMaxBodyBytes,
+		heartbeat:    DefaultHeartbeatInterval,
+		writeTimeout: DefaultWriteTimeout,
+		logger:       slog.New(slog.DiscardHandler),
+		now:          time.Now,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if b == nil {
+		errs = append(errs, errors.New("server: backend is nil"))
+	}
+	if o.tokenSet && o.token == "" {
+		errs = append(errs, errors.New("server: bearer token is empty"))
+	}
+	if o.maxBody < 1<<20 {
+		errs = append(errs, fmt.Errorf("server: max body bytes %d is below 1 MiB", o.maxBody))
+	}
+	if o.heartbeat <= 0 || o.heartbeat > MaxHeartbeatInterval {
+		errs = append(errs, fmt.Errorf("server: heartbeat interval %v is not in (0, %v]", o.heartbeat, MaxHeartbeatInterval))
+	}
+	if o.writeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("server: write timeout %v is not positive", o.writeTimeout))
+	}
+	if o.logger == nil {
+		errs = append(errs, errors.New("server: logger is nil"))
+	}
+	if o.now == nil {
+		errs = append(errs, errors.New("server: clock is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	s := &Server{b: b, opts: o, log: o.logger}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_api_requests_total", Help: "S2 API requests by route and HTTP status.",
+	}, []string{"route", "status"})
+	s.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_api_open_sessions", Help: "Open S2 API sessions by kind (sse, s2s_read, s2s_append).",
+	}, []string{"kind"})
+	if o.registerer != nil {
+		for _, c := range []prometheus.Collector{s.requests, s.sessions} {
+			if err := o.registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("server: register metrics: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Close cancels every open request and waits for their handlers to return.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// HTTPServer returns an *http.Server for addr that serves s over HTTP/1.1 and cleartext HTTP/2
+// (prior knowledge) on the same port, as S2's Node SDK needs for its S2S sessions.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s,
+		Protocols:         &p,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// statusWriter records the status for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// request is the parsed route of one call.
+type request struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	ctx    context.Context
+	basin  string
+	name   string // basin or stream named in the path
+	route  string
+	format s2api.Format
+}
+
+// ServeHTTP serves one API call.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		writeError(w, &s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed})
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+
+	sw := &statusWriter{ResponseWriter: w}
+	req := &request{w: sw, r: r, ctx: ctx, route: "unknown"}
+	defer func() {
+		st := sw.status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		s.requests.WithLabelValues(req.route, fmt.Sprint(st)).Inc()
+	}()
+
+	if s.opts.tokenSet && !s.authorized(r) {
+		writeError(sw, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
+		return
+	}
+	s.route(req)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	got := []byte(strings.TrimSpace(h[len(prefix):]))
+	return subtle.ConstantTimeCompare(got, []byte(s.opts.token)) == 1
+}
+
+// splitPath splits the escaped path into unescaped segments, after an optional /v1 prefix, so
+// that "a%2Fb" stays one segment.
+func splitPath(escaped string) ([]string, error) {
+	p := strings.TrimPrefix(escaped, "/")
+	if p == "v1" {
+		p = ""
+	} else if strings.HasPrefix(p, "v1/") {
+		p = p[3:]
+	}
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return nil, nil
+	}
+	raw := strings.Split(p, "/")
+	segs := make([]string, len(raw))
+	for i, r := range raw {
+		u, err := url.PathUnescape(r)
+		if err != nil {
+			return nil, s2api.Errorf(s2api.CodeBadPath, "bad percent-encoding in path segment %q", r)
+		}
+		segs[i] = u
+	}
+	return segs, nil
+}
+
+func (s *Server) route(q *request) {
+	segs, err := splitPath(q.r.URL.EscapedPath())
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	m := q.r.Method
+	if len(segs) == 0 {
+		writeError(q.w, s2api.Errorf(s2api.CodeNotFound, "no route for %s %s", m, q.r.URL.Path))
+		return
+	}
+	type handler func(*request)
+	var h handler
+	var allowed string
+	switch {
+	case segs[0] == "basins" && len(segs) == 1:
+		q.route, allowed = "/basins", "GET, POST"
+		switch m {
+		case http.MethodGet:
+			h = s.listBasins
+		case http.MethodPost:
+			h = s.createBasin
+		}
+	case segs[0] == "basins" && len(segs) == 2:
+		q.route, allowed, q.name = "/basins/{b}", "GET, PATCH, PUT, DELETE", segs[1]
+		switch m {
+		case http.MethodGet:
+			h = s.getBasinConfig
+		case http.MethodPatch:
+			h = s.reconfigureBasin
+		case http.MethodPut:
+			h = s.ensureBasin
+		case http.MethodDelete:
+			h = s.deleteBasin
+		}
+	case segs[0] == "streams" && len(segs) == 1:
+		q.route, allowed = "/streams", "GET, POST"
+		switch m {
+		case http.MethodGet:
+			h = s.listStreams
+		case http.MethodPost:
+			h = s.createStream
+		}
+	case segs[0] == "streams" && len(segs) == 2:
+		q.route, allowed, q.name = "/streams/{s}", "GET, PATCH, PUT, DELETE", segs[1]
+		switch m {
+		case http.MethodGet:
+			h = s.getStreamConfig
+		case http.MethodPatch:
+			h = s.reconfigureStream
+		case http.MethodPut:
+			h = s.ensureStream
+		case http.MethodDelete:
+			h = s.deleteStream
+		}
+	case segs[0] == "streams" && len(segs) == 3 && segs[2] == "records":
+		q.route, allowed, q.name = "/streams/{s}/records", "GET, POST", segs[1]
+		switch m {
+		case http.MethodGet:
+			h = s.read
+		case http.MethodPost:
+			h = s.append
+		}
+	case segs[0] == "streams" && ((len(segs) == 4 && segs[2] == "records" && segs[3] == "tail") || (len(segs) == 3 && segs[2] == "tail")):
+		q.route, allowed, q.name = "/streams/{s}/records/tail", "GET", segs[1]
+		if m == http.MethodGet {
+			h = s.checkTail
+		}
+	default:
+		writeError(q.w, s2api.Errorf(s2api.CodeNotFound, "no route for %s %s", m, q.r.URL.Path))
+		return
+	}
+	if h == nil {
+		q.w.Header().Set("Allow", allowed)
+		writeError(q.w, s2api.Errorf(s2api.CodeMethodNotAllowed, "method %s not allowed on %s", m, q.route))
+		return
+	}
+	if strings.HasPrefix(q.route, "/streams") {
+		q.basin = q.r.Header.Get("S2-Basin")
+		if q.basin == "" {
+			writeError(q.w, s2api.Errorf(s2api.CodeBadHeader, "missing S2-Basin header"))
+			return
+		}
+		if q.name != "" {
+			if err := s2api.ValidateStreamName(q.name); err != nil {
+				writeError(q.w, err)
+				return
+			}
+		}
+		f, err := s2api.ParseFormat(q.r.Header.Get("S2-Format"))
+		if err != nil {
+			writeError(q.w, err)
+			return
+		}
+		q.format = f
+	}
+	h(q)
+}
+
+// writeJSON sends v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, fmt.Errorf("server: encode response: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeError sends err as S2 does (see s2api.ErrorResponse).
+func writeError(w http.ResponseWriter, err error) {
+	status, body := s2api.ErrorResponse(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// readBody reads a unary body of at most the configured size.
+func (s *Server) readBody(q *request) ([]byte, error) {
+	body := http.MaxBytesReader(q.w, q.r.Body, s.opts.maxBody)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, s2api.Errorf(s2api.CodeRequestTooLarge, "request body exceeds %d bytes", s.opts.maxBody)
+		}
+		return nil, &s2api.Error{Code: s2api.CodeBadJSON, Message: "reading request body failed", Err: err}
+	}
+	return b, nil
+}
+
+// decodeJSON parses a JSON body into v (an empty body leaves v as it is).
+func decodeJSON(b []byte, v any) error {
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &s2api.Error{Code: s2api.CodeBadJSON, Message: err.Error(), Err: err}
+	}
+	return nil
+}
