@@ -32,6 +32,23 @@ type Batch struct {
 // failure is a *CorruptError matching ErrCorrupt. After a successful Decode, iteration
 // does not fail.
 func Decode(data []byte) (*Batch, error) {
+	return decode(data, nil)
+}
+
+// Decoder decodes objects reusing one decompression buffer: the Batch it returns is valid
+// only until its next Decode. The zero value is ready to use; it is not safe for concurrent
+// use.
+type Decoder struct {
+	buf []byte
+}
+
+// Decode is like the package's Decode, but decompresses into the decoder's buffer.
+func (d *Decoder) Decode(data []byte) (*Batch, error) {
+	b, err := decode(data, &d.buf)
+	return b, err
+}
+
+func decode(data []byte, scratch *[]byte) (*Batch, error) {
 	if len(data) < HeaderSize+TrailerSize {
 		return nil, corrupt(0, "object of %d bytes is shorter than header and trailer (%d)", len(data), HeaderSize+TrailerSize)
 	}
@@ -76,7 +93,15 @@ func Decode(data []byte) (*Batch, error) {
 	}
 	payload := data[HeaderSize : HeaderSize+int(storedLen)]
 	if c == CompressionZstd {
-		dst := make([]byte, 0, int(rawLen))
+		var dst []byte
+		if scratch != nil && cap(*scratch) >= int(rawLen) {
+			dst = (*scratch)[:0:rawLen] // the cap limit bounds DecodeAll's output
+		} else {
+			dst = make([]byte, 0, int(rawLen))
+			if scratch != nil {
+				*scratch = dst
+			}
+		}
 		out, err := zstdDecoder().DecodeAll(payload, dst)
 		if err != nil {
 			return nil, &CorruptError{Offset: HeaderSize, Reason: "zstd payload does not decompress to the declared size", Err: err}
@@ -100,7 +125,8 @@ func (b *Batch) index(nAppends, nRecords int) error {
 	b.spans = make([]int, 2*nAppends)
 	var seqs []uint64
 	var tokens []string
-	var hdrs []Header
+	var rp recordParser
+	var r Record
 	off := 0
 	for i := 0; i < nAppends; i++ {
 		if len(p)-off < appendHeaderSize {
@@ -161,14 +187,11 @@ func (b *Batch) index(nAppends, nRecords int) error {
 		b.spans[2*i], b.spans[2*i+1] = off, end
 		sum := 0
 		for j := 0; j < count; j++ {
-			var r Record
-			var next int
-			var err error
-			r, next, hdrs, err = parseRecord(p, off, end, hdrs)
+			next, m, err := rp.parse(p[:end], off, &r)
 			if err != nil {
 				return err
 			}
-			sum += r.MeteredSize()
+			sum += m
 			off = next
 		}
 		if off != end {
@@ -192,17 +215,21 @@ func (b *Batch) index(nAppends, nRecords int) error {
 	return nil
 }
 
-// readLen reads a 2-byte length with the 0xFFFF escape to 4 bytes.
-func readLen(p []byte, off, end int) (n, next int, ok bool) {
-	if end-off < 2 {
+// readLen reads a 2-byte length at p[off:], with the 0xFFFF escape to 4 bytes. ok is false
+// when p is too short or an escape is not canonical.
+func readLen(p []byte, off int) (n, next int, ok bool) {
+	if len(p)-off < 2 {
 		return 0, off, false
 	}
 	n = int(p[off])<<8 | int(p[off+1])
-	off += 2
 	if n != lenEscape {
-		return n, off, true
+		return n, off + 2, true
 	}
-	if end-off < 4 {
+	return readLongLen(p, off+2)
+}
+
+func readLongLen(p []byte, off int) (n, next int, ok bool) {
+	if len(p)-off < 4 {
 		return 0, off, false
 	}
 	n = int(binary.BigEndian.Uint32(p[off:]))
@@ -212,99 +239,113 @@ func readLen(p []byte, off, end int) (n, next int, ok bool) {
 	return n, off + 4, true
 }
 
-// parseRecord decodes the record frame at p[off:] that must end by end. hdrs is reused for
-// the headers; the returned Record's slices alias p and hdrs.
-func parseRecord(p []byte, off, end int, hdrs []Header) (Record, int, []Header, error) {
+// recordParser decodes record frames, reusing one header slice.
+type recordParser struct {
+	hdrs []Header
+}
+
+// parse decodes the record frame at p[off:], where p ends where the frame's append ends. It
+// fills *r, whose slices then alias p and the parser's header slice, and returns the offset
+// after the frame and the record's metered size.
+func (rp *recordParser) parse(p []byte, off int, r *Record) (next, metered int, err error) {
 	start := off
-	var r Record
-	if end-off < 1 {
-		return r, off, hdrs, corrupt(HeaderSize+off, "record truncated")
+	if off >= len(p) {
+		return off, 0, corrupt(HeaderSize+off, "record truncated")
 	}
 	magic := p[off]
-	off++
 	typ := magic & recTypeMask
-	if typ != recTypeCommand && typ != recTypeEnvelope {
-		return r, off, hdrs, corrupt(HeaderSize+start, "unknown record type %d", typ)
+	if magic&recReserved != 0 || (typ != recTypeCommand && typ != recTypeEnvelope) {
+		return off, 0, corrupt(HeaderSize+start, "bad record magic %#x (unknown record type %d or reserved bits)", magic, typ)
 	}
-	if magic&recReserved != 0 {
-		return r, off, hdrs, corrupt(HeaderSize+start, "reserved record magic bits %#x", magic)
-	}
-	vl := int((magic&recVarlenMask)>>recVarlenShift) + 1
-	if vl > 3 {
-		return r, off, hdrs, corrupt(HeaderSize+start, "metered size length %d bytes is not 1..3", vl)
-	}
-	if end-off < vl {
-		return r, off, hdrs, corrupt(HeaderSize+off, "metered size truncated")
-	}
-	metered := 0
-	for k := 0; k < vl; k++ {
-		metered = metered<<8 | int(p[off+k])
-	}
-	off += vl
-	if vl > 1 && metered < 1<<(8*(vl-1)) {
-		return r, off, hdrs, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (%d bytes)", metered, vl)
+	off++
+	switch magic & recVarlenMask >> recVarlenShift {
+	case 0:
+		if off >= len(p) {
+			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+		}
+		metered = int(p[off])
+		off++
+	case 1:
+		if len(p)-off < 2 {
+			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+		}
+		metered = int(p[off])<<8 | int(p[off+1])
+		off += 2
+		if metered < 1<<8 {
+			return off, 0, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (2 bytes)", metered)
+		}
+	case 2:
+		if len(p)-off < 3 {
+			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+		}
+		metered = int(p[off])<<16 | int(p[off+1])<<8 | int(p[off+2])
+		off += 3
+		if metered < 1<<16 {
+			return off, 0, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (3 bytes)", metered)
+		}
+	default:
+		return off, 0, corrupt(HeaderSize+start, "metered size length 4 bytes is not 1..3")
 	}
 	if metered > MaxAppendBytes || metered < 8 {
-		return r, off, hdrs, corrupt(HeaderSize+start+1, "record metered size %d outside 8..%d", metered, MaxAppendBytes)
+		return off, 0, corrupt(HeaderSize+start+1, "record metered size %d outside 8..%d", metered, MaxAppendBytes)
 	}
-	if magic&recHasTimestamp != 0 {
-		if end-off < 8 {
-			return r, off, hdrs, corrupt(HeaderSize+off, "record timestamp truncated")
+	r.HasTimestamp = magic&recHasTimestamp != 0
+	r.Timestamp = 0
+	if r.HasTimestamp {
+		if len(p)-off < 8 {
+			return off, 0, corrupt(HeaderSize+off, "record timestamp truncated")
 		}
 		r.Timestamp = binary.BigEndian.Uint64(p[off:])
-		r.HasTimestamp = true
 		off += 8
 	}
-	nh, off2, ok := readLen(p, off, end)
+	nh, off2, ok := readLen(p, off)
 	if !ok {
-		return r, off, hdrs, corrupt(HeaderSize+off, "record header count truncated or not canonical")
+		return off, 0, corrupt(HeaderSize+off, "record header count truncated or not canonical")
 	}
 	off = off2
 	// Each header takes at least 4 bytes here and 2 metered bytes; bound before allocating.
-	if nh > (end-off)/4 || 8+2*nh > metered {
-		return r, off, hdrs, corrupt(HeaderSize+off, "header count %d cannot fit", nh)
+	if nh > (len(p)-off)/4 || 8+2*nh > metered {
+		return off, 0, corrupt(HeaderSize+off, "header count %d cannot fit", nh)
 	}
-	hdrs = hdrs[:0]
 	rest := metered - 8 - 2*nh // metered bytes left for names, values and body
-	empty := 0
+	hdrs := rp.hdrs[:0]
+	empty := false
 	for k := 0; k < nh; k++ {
-		var nl, vlen int
-		nl, off2, ok = readLen(p, off, end)
-		if !ok || nl > end-off2 || nl > rest {
-			return r, off, hdrs, corrupt(HeaderSize+off, "header %d name length invalid", k)
+		nl, o, ok := readLen(p, off)
+		if !ok || nl > len(p)-o || nl > rest {
+			return off, 0, corrupt(HeaderSize+off, "header %d name length invalid", k)
 		}
-		name := p[off2 : off2+nl : off2+nl]
-		off = off2 + nl
+		name := p[o : o+nl : o+nl]
+		off = o + nl
 		rest -= nl
-		vlen, off2, ok = readLen(p, off, end)
-		if !ok || vlen > end-off2 || vlen > rest {
-			return r, off, hdrs, corrupt(HeaderSize+off, "header %d value length invalid", k)
+		vl, o, ok := readLen(p, off)
+		if !ok || vl > len(p)-o || vl > rest {
+			return off, 0, corrupt(HeaderSize+off, "header %d value length invalid", k)
 		}
-		value := p[off2 : off2+vlen : off2+vlen]
-		off = off2 + vlen
-		rest -= vlen
-		if nl == 0 {
-			empty++
-		}
-		hdrs = append(hdrs, Header{Name: name, Value: value})
+		hdrs = append(hdrs, Header{Name: name, Value: p[o : o+vl : o+vl]})
+		off = o + vl
+		rest -= vl
+		empty = empty || nl == 0
 	}
-	if rest > end-off {
-		return r, off, hdrs, corrupt(HeaderSize+off, "record body of %d bytes exceeds the %d bytes left", rest, end-off)
+	rp.hdrs = hdrs
+	if rest > len(p)-off {
+		return off, 0, corrupt(HeaderSize+off, "record body of %d bytes exceeds the %d bytes left", rest, len(p)-off)
 	}
 	r.Body = p[off : off+rest : off+rest]
 	off += rest
+	r.Headers = nil
 	if nh > 0 {
 		r.Headers = hdrs
 	}
-	if (typ == recTypeCommand) != (empty > 0) {
-		return r, off, hdrs, corrupt(HeaderSize+start, "record type %d disagrees with its headers", typ)
+	if (typ == recTypeCommand) != empty {
+		return off, 0, corrupt(HeaderSize+start, "record type %d disagrees with its headers", typ)
 	}
 	if typ == recTypeCommand {
 		if err := r.Validate(); err != nil {
-			return r, off, hdrs, &CorruptError{Offset: HeaderSize + start, Reason: "invalid command record", Err: err}
+			return off, 0, &CorruptError{Offset: HeaderSize + start, Reason: "invalid command record", Err: err}
 		}
 	}
-	return r, off, hdrs, nil
+	return off, metered, nil
 }
 
 // Compression returns the compression the object was stored with.
@@ -339,7 +380,7 @@ type Iterator struct {
 	left      int // records left in the current append
 	off, end  int
 	rec       Record
-	hdrs      []Header
+	rp        recordParser
 	err       error
 	recordIdx int
 }
@@ -368,13 +409,12 @@ func (it *Iterator) Next() bool {
 		it.left = it.b.appends[it.ai].RecordCount
 		it.recordIdx = it.b.appends[it.ai].FirstRecord - 1
 	}
-	r, next, hdrs, err := parseRecord(it.b.payload, it.off, it.end, it.hdrs)
-	it.hdrs = hdrs
+	next, _, err := it.rp.parse(it.b.payload[:it.end], it.off, &it.rec)
 	if err != nil {
 		it.err = err
+		it.rec = Record{}
 		return false
 	}
-	it.rec = r
 	it.off = next
 	it.left--
 	it.recordIdx++

@@ -298,7 +298,7 @@ func TestCorruptionReasons(t *testing.T) {
 		{"append metered sum", func(o []byte) []byte { o[HeaderSize+6]++; return o }, "records sum to"},
 		{"append length", func(o []byte) []byte { o[HeaderSize+10] += 10; return o }, "records length"},
 		{"record type", func(o []byte) []byte { o[rec] = 3; return o }, "unknown record type 3"},
-		{"record reserved", func(o []byte) []byte { o[rec] |= 0x40; return o }, "reserved record magic bits"},
+		{"record reserved", func(o []byte) []byte { o[rec] |= 0x40; return o }, "bad record magic 0x42"},
 		{"varlen", func(o []byte) []byte { o[rec] |= 3 << recVarlenShift; return o }, "metered size length 4 bytes"},
 		{"metered small", func(o []byte) []byte { o[rec+1] = 7; return o }, "record metered size 7 outside"},
 		{"metered body", func(o []byte) []byte { o[rec+1] += 5; o[HeaderSize+6] += 5; return o }, "record body of 9 bytes exceeds"},
@@ -461,6 +461,42 @@ func checkDecodes(t *testing.T, data []byte) {
 	if b.Compression() == CompressionNone {
 		if again := encode(t, CompressionNone, ins); !bytes.Equal(again, data) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", again, data)
+		}
+	}
+}
+
+// TestConcurrentCodecs runs encoders and decoders in parallel over the shared zstd
+// instances; run with -race.
+func TestConcurrentCodecs(t *testing.T) {
+	seed := testSeed(t)
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			var d Decoder
+			for k := 0; k < 20; k++ {
+				ins := []AppendInput{randAppend(r, false), randAppend(r, false)}
+				e := NewEncoder(CompressionZstd)
+				e.Add(&ins[0])
+				e.Add(&ins[1])
+				obj, err := e.Finish()
+				if err == nil {
+					var b *Batch
+					if b, err = d.Decode(obj); err == nil && b.NumRecords() != len(ins[0].Records)+len(ins[1].Records) {
+						err = errors.New("record count differs")
+					}
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }

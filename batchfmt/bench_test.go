@@ -1,0 +1,170 @@
+package batchfmt
+
+import (
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+)
+
+// Benchmarks: encode and decode of one object holding about 1 MiB of records, for three body
+// sizes, without and with zstd, each beside its baseline on the same bytes:
+//
+//	encode/none  vs copy:       one copy() of the object's payload bytes into a reused buffer
+//	decode/none  vs copy:       one copy() of the object's bytes
+//	encode/zstd  vs zstd:       zstd EncodeAll of the raw payload (the same shared encoder)
+//	decode/zstd  vs zstd:       zstd DecodeAll of the stored payload into a reused buffer
+//
+// Throughput (SetBytes) counts the record bytes (header names, values and bodies), so MB/s
+// compare directly; records/s is reported beside it. Run for example:
+//
+//	go test ./batchfmt -run '^$' -bench . -benchtime 200x
+
+var benchBodySizes = []int{100, 1 << 10, 64 << 10}
+
+// benchAppends returns appends of records with one small header and a body of the given
+// size, about total record bytes in all, with text-like (compressible) bodies.
+func benchAppends(bodySize, total int) ([]AppendInput, int, int) {
+	r := rand.New(rand.NewPCG(1, uint64(bodySize)))
+	words := []string{"sluice ", "stream ", "record ", "append ", "batch ", "object ", "store ", "manifest ", "commit ", "seq "}
+	n := max(1, total/bodySize)
+	var ins []AppendInput
+	var cur AppendInput
+	bytes, metered := 0, 0
+	for i := 0; i < n; i++ {
+		body := make([]byte, 0, bodySize+16)
+		for len(body) < bodySize {
+			body = append(body, words[r.IntN(len(words))]...)
+			body = fmt.Appendf(body, "%d ", r.IntN(100000))
+		}
+		body = body[:bodySize]
+		rec := Record{Timestamp: uint64(1700000000000 + i), HasTimestamp: true, Headers: []Header{{Name: []byte("k"), Value: []byte("v1234567")}}, Body: body}
+		if len(cur.Records) == MaxAppendRecords || cur.MeteredSize()+rec.MeteredSize() > MaxAppendBytes {
+			ins = append(ins, cur)
+			cur = AppendInput{}
+		}
+		cur.Records = append(cur.Records, rec)
+		bytes += 1 + 8 + len(body)
+		metered += rec.MeteredSize()
+	}
+	ins = append(ins, cur)
+	return ins, n, bytes
+}
+
+func reportRecords(b *testing.B, records int) {
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for _, size := range benchBodySizes {
+		ins, nrec, nbytes := benchAppends(size, 1<<20)
+		for _, c := range []Compression{CompressionNone, CompressionZstd} {
+			e := NewEncoder(c)
+			for i := range ins {
+				e.Add(&ins[i])
+			}
+			if _, err := e.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			payload := append([]byte(nil), e.buf[HeaderSize:]...)
+			name := fmt.Sprintf("body=%d/%v", size, c)
+			b.Run(name+"/batchfmt", func(b *testing.B) {
+				b.SetBytes(int64(nbytes))
+				b.ReportAllocs()
+				for b.Loop() {
+					e.Reset()
+					for i := range ins {
+						e.Add(&ins[i])
+					}
+					if _, err := e.Finish(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRecords(b, nrec)
+			})
+			b.Run(name+"/baseline", func(b *testing.B) {
+				b.SetBytes(int64(nbytes))
+				b.ReportAllocs()
+				dst := make([]byte, 0, zstdEncoder().MaxEncodedSize(len(payload)))
+				for b.Loop() {
+					if c == CompressionNone {
+						dst = append(dst[:0], payload...)
+					} else {
+						dst = zstdEncoder().EncodeAll(payload, dst[:0])
+					}
+				}
+				reportRecords(b, nrec)
+			})
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for _, size := range benchBodySizes {
+		ins, nrec, nbytes := benchAppends(size, 1<<20)
+		for _, c := range []Compression{CompressionNone, CompressionZstd} {
+			e := NewEncoder(c)
+			for i := range ins {
+				e.Add(&ins[i])
+			}
+			obj, err := e.Finish()
+			if err != nil {
+				b.Fatal(err)
+			}
+			obj = append([]byte(nil), obj...)
+			name := fmt.Sprintf("body=%d/%v", size, c)
+			if c == CompressionZstd {
+				b.Logf("%s: payload %d bytes, stored %d (ratio %.2f)", name, len(e.buf)-HeaderSize, len(obj)-HeaderSize-TrailerSize, float64(len(e.buf)-HeaderSize)/float64(len(obj)-HeaderSize-TrailerSize))
+			}
+			var d Decoder
+			b.Run(name+"/batchfmt", func(b *testing.B) {
+				b.SetBytes(int64(nbytes))
+				b.ReportAllocs()
+				for b.Loop() {
+					batch, err := d.Decode(obj)
+					if err != nil {
+						b.Fatal(err)
+					}
+					it := batch.Iter(nil)
+					n, sum := 0, 0
+					for it.Next() {
+						rec := it.Record()
+						sum += len(rec.Body) + len(rec.Headers)
+						n++
+					}
+					if it.Err() != nil || n != nrec || sum == 0 {
+						b.Fatalf("iterated %d of %d: %v", n, nrec, it.Err())
+					}
+				}
+				reportRecords(b, nrec)
+			})
+			b.Run(name+"/baseline", func(b *testing.B) {
+				b.SetBytes(int64(nbytes))
+				b.ReportAllocs()
+				stored := obj[HeaderSize : len(obj)-TrailerSize]
+				dst := make([]byte, 0, max(len(e.buf), len(obj)))
+				for b.Loop() {
+					if c == CompressionNone {
+						dst = append(dst[:0], obj...)
+					} else {
+						var err error
+						dst, err = zstdDecoder().DecodeAll(stored, dst[:0])
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				reportRecords(b, nrec)
+			})
+		}
+	}
+}
+
+// BenchmarkCRC32C shows the checksum's share of the uncompressed paths.
+func BenchmarkCRC32C(b *testing.B) {
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		crc32.Checksum(buf, castagnoli)
+	}
+}
