@@ -1,0 +1,444 @@
+package objectstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// S3Config configures NewS3Store.
+type S3Config struct {
+	// Bucket is required.
+	Bucket string
+	// Region, if empty, comes from the standard chain (AWS_REGION, shared config); a store
+	// with no region at all is refused.
+	Region string
+	// Endpoint, if set, is the base URL of an S3-compatible server ("http://127.0.0.1:7070").
+	// Empty means AWS S3.
+	Endpoint string
+	// PathStyle addresses buckets as ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY.
+	// S3-compatible servers usually need it.
+	PathStyle bool
+	// HTTPClient, if set, replaces the SDK's HTTP client.
+	HTTPClient *http.Client
+	// Logger, if nil, discards.
+	Logger *slog.Logger
+}
+
+// S3Store is a Store on an S3 bucket (AWS or S3-compatible), using aws-sdk-go-v2. Keys are
+// object keys in the bucket; wrap the store with WithPrefix to confine it to a prefix.
+//
+// Versions are ETags as the server returns them (quoted). For S3 and most compatible servers
+// an ETag is the MD5 of the content, so rewriting identical bytes can keep the version; the
+// manifest's write counter exists for that reason.
+//
+// Conditional puts send If-None-Match: * (create-only) or If-Match: <etag>. The answers that
+// mean "the condition does not hold" map to ErrPreconditionFailed with the server's error kept
+// as the cause: 412 Precondition Failed; 409 ConditionalRequestConflict (a concurrent
+// conditional write won); and 404 NoSuchKey to an If-Match put, which S3-compatible servers
+// send when the object is absent.
+//
+// Retries and outcome-unknown. Put is never retried by the SDK: its retryer could resend a
+// conditional put whose first attempt succeeded but whose answer was lost, and the second
+// attempt would then fail with a spurious 412 against the writer's own new version. Instead,
+// when a put fails after the request may have reached the server (a timeout, a connection
+// reset or closed while waiting for the answer, a 5xx answer, a context ended mid-request),
+// Put returns ErrOutcomeUnknown and the caller resolves it (the manifest layer re-reads and
+// looks for its own write). A put that failed before anything was sent (dial errors, a body
+// that is shorter or longer than its size) is a plain error. Get, Head, List and Delete are
+// idempotent and use the SDK's standard retryer.
+//
+// Streaming. Put sends the body as it reads it, with Content-Length set and an unsigned
+// payload (X-Amz-Content-Sha256: UNSIGNED-PAYLOAD), so a 64 MiB object is neither buffered
+// nor read twice for the SigV4 payload hash; the SDK's automatic request checksums are off
+// (RequestChecksumCalculation WhenRequired), which S3-compatible servers such as versitygw
+// need. Use TLS endpoints for integrity in transit. Get returns the response body as is.
+type S3Store struct {
+	client  *s3.Client
+	bucket  string
+	logger  *slog.Logger
+	closed  atomic.Bool
+	httpCli *http.Client // non-nil when the store owns idle connections to close
+}
+
+// NewS3Store creates an S3 store. It loads credentials and region from the standard chain
+// (environment, shared config files, instance roles) but does not contact the server.
+func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
+	var problems []error
+	if cfg.Bucket == "" {
+		problems = append(problems, errors.New("objectstore: s3: missing bucket"))
+	} else if err := validateBucket(cfg.Bucket); err != nil {
+		problems = append(problems, err)
+	}
+	if cfg.Endpoint != "" {
+		if err := validateEndpoint(cfg.Endpoint); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("objectstore: s3: loading AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return nil, errors.New("objectstore: s3: no region: set region= in the URL, S3Config.Region or AWS_REGION")
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient}, nil
+}
+
+func validateBucket(b string) error {
+	if len(b) < 3 || len(b) > 63 {
+		return fmt.Errorf("objectstore: s3: bucket name %q must be 3 to 63 characters", b)
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return fmt.Errorf("objectstore: s3: bucket name %q: character %q not allowed (lower-case letters, digits, '-', '.', '_')", b, c)
+		}
+	}
+	return nil
+}
+
+func validateEndpoint(e string) error {
+	u, err := url.Parse(e)
+	if err != nil {
+		return fmt.Errorf("objectstore: s3: bad endpoint %q: %w", e, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("objectstore: s3: bad endpoint %q: scheme must be http or https", e)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("objectstore: s3: bad endpoint %q: no host", e)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("objectstore: s3: bad endpoint %q: only scheme://host[:port][/path] is allowed", u.Redacted())
+	}
+	return nil
+}
+
+// Bucket returns the store's bucket.
+func (s *S3Store) Bucket() string { return s.bucket }
+
+// Client returns the underlying SDK client, for operations this package does not cover.
+func (s *S3Store) Client() *s3.Client { return s.client }
+
+// EnsureBucket creates the bucket if it does not exist.
+func (s *S3Store) EnsureBucket(ctx context.Context) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
+	if err == nil {
+		return nil
+	}
+	if status(err) != http.StatusNotFound {
+		return fmt.Errorf("objectstore: s3: head bucket %q: %w", s.bucket, err)
+	}
+	in := &s3.CreateBucketInput{Bucket: &s.bucket}
+	if r := s.client.Options().Region; r != "" && r != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	}
+	_, err = s.client.CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("objectstore: s3: create bucket %q: %w", s.bucket, err)
+	}
+	return nil
+}
+
+func (s *S3Store) check(ctx context.Context, op, key string) error {
+	if s.closed.Load() {
+		return NewOpError(op, key, ErrClosed, nil)
+	}
+	if err := ValidateKey(key); err != nil {
+		return NewOpError(op, key, ErrInvalidKey, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return NewOpError(op, key, nil, err)
+	}
+	return nil
+}
+
+// status returns the HTTP status of an SDK error, or 0 when there was no response.
+func status(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// notSent reports whether err shows that the request never reached the server.
+func notSent(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr)
+}
+
+// readErr classifies errors of idempotent operations.
+func (s *S3Store) readErr(op, key string, err error) error {
+	switch st := status(err); {
+	case st == http.StatusNotFound && op != "list":
+		return NewOpError(op, key, ErrNotFound, err)
+	case st == http.StatusNotModified:
+		return NewOpError(op, key, ErrNotModified, err)
+	}
+	return NewOpError(op, key, nil, err)
+}
+
+// putErr classifies PutObject errors; body is the request body reader.
+func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, err error) error {
+	if body.err != nil {
+		// The body failed before it was complete: the server cannot have stored the object.
+		return NewOpError("put", key, nil, body.err)
+	}
+	st := status(err)
+	switch {
+	case st == http.StatusPreconditionFailed:
+		return NewOpError("put", key, ErrPreconditionFailed, err)
+	case st == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict":
+		return NewOpError("put", key, ErrPreconditionFailed, err)
+	case st == http.StatusNotFound && cond.IfMatch != "" && (apiCode(err) == "NoSuchKey" || apiCode(err) == "NotFound"):
+		return NewOpError("put", key, ErrPreconditionFailed, err)
+	case st >= 500:
+		return NewOpError("put", key, ErrOutcomeUnknown, err)
+	case st != 0:
+		return NewOpError("put", key, nil, err)
+	case notSent(err):
+		return NewOpError("put", key, nil, err)
+	}
+	// No response: the request may have been applied.
+	return NewOpError("put", key, ErrOutcomeUnknown, err)
+}
+
+// Get implements Store.
+func (s *S3Store) Get(ctx context.Context, key string, opts GetOptions) (*Object, error) {
+	if err := s.check(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
+	if opts.IfNoneMatch != "" {
+		in.IfNoneMatch = aws.String(opts.IfNoneMatch)
+	}
+	if r := opts.Range; r != nil {
+		off := max(r.Offset, 0)
+		if r.Length == 0 {
+			return s.emptyRange(ctx, key, opts)
+		}
+		if r.Length > 0 {
+			in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+r.Length-1))
+		} else {
+			in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+		}
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		if status(err) == http.StatusRequestedRangeNotSatisfiable {
+			return s.emptyRange(ctx, key, opts)
+		}
+		return nil, s.readErr("get", key, err)
+	}
+	info := ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), Version: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}
+	if in.Range != nil {
+		total, err := totalFromContentRange(aws.ToString(out.ContentRange))
+		if err != nil {
+			out.Body.Close()
+			return nil, NewOpError("get", key, nil, err)
+		}
+		info.Size = total
+	}
+	return &Object{ObjectInfo: info, Body: out.Body}, nil
+}
+
+// emptyRange answers a range that selects no bytes (zero length, or starting at or past the
+// end, which S3 answers with 416) with the object's info and an empty body.
+func (s *S3Store) emptyRange(ctx context.Context, key string, opts GetOptions) (*Object, error) {
+	info, err := s.head(ctx, "get", key)
+	if err != nil {
+		return nil, err
+	}
+	if opts.IfNoneMatch != "" && opts.IfNoneMatch == info.Version {
+		return nil, NewOpError("get", key, ErrNotModified, nil)
+	}
+	return &Object{ObjectInfo: info, Body: io.NopCloser(strings.NewReader(""))}, nil
+}
+
+func totalFromContentRange(cr string) (int64, error) {
+	i := strings.LastIndexByte(cr, '/')
+	if i < 0 {
+		return 0, fmt.Errorf("objectstore: s3: unexpected Content-Range %q", cr)
+	}
+	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("objectstore: s3: unexpected Content-Range %q", cr)
+	}
+	return n, nil
+}
+
+// Head implements Store.
+func (s *S3Store) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := s.check(ctx, "head", key); err != nil {
+		return ObjectInfo{}, err
+	}
+	return s.head(ctx, "head", key)
+}
+
+func (s *S3Store) head(ctx context.Context, op, key string) (ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return ObjectInfo{}, s.readErr(op, key, err)
+	}
+	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), Version: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// Put implements Store.
+func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int64, cond PutCondition) (ObjectInfo, error) {
+	if err := s.check(ctx, "put", key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := cond.Validate(); err != nil {
+		return ObjectInfo{}, NewOpError("put", key, nil, err)
+	}
+	if size < 0 {
+		return ObjectInfo{}, NewOpError("put", key, nil, errNegativeSize)
+	}
+	sr := newSizedReader(body, size)
+	in := &s3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		Body:          sr,
+		ContentLength: aws.Int64(size),
+	}
+	switch {
+	case cond.IfAbsent:
+		in.IfNoneMatch = aws.String("*")
+	case cond.IfMatch != "":
+		in.IfMatch = aws.String(cond.IfMatch)
+	}
+	out, err := s.client.PutObject(ctx, in,
+		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware),
+		func(o *s3.Options) { o.RetryMaxAttempts = 1 },
+	)
+	if err != nil {
+		return ObjectInfo{}, s.putErr(key, cond, sr, err)
+	}
+	if sr.err != nil {
+		return ObjectInfo{}, NewOpError("put", key, ErrOutcomeUnknown, sr.err)
+	}
+	modTime := time.Now()
+	if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
+		if t, err := http.ParseTime(raw.Header.Get("Date")); err == nil {
+			modTime = t
+		}
+	}
+	return ObjectInfo{Key: key, Size: size, Version: aws.ToString(out.ETag), ModTime: modTime}, nil
+}
+
+// Delete implements Store.
+func (s *S3Store) Delete(ctx context.Context, key string) error {
+	if err := s.check(ctx, "delete", key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil && status(err) != http.StatusNotFound {
+		return NewOpError("delete", key, nil, err)
+	}
+	return nil
+}
+
+// List implements Store.
+func (s *S3Store) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
+	if s.closed.Load() {
+		return ListPage{}, NewOpError("list", prefix, ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, NewOpError("list", prefix, nil, err)
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(limit))}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	if startAfter != "" {
+		in.StartAfter = aws.String(startAfter)
+	}
+	out, err := s.client.ListObjectsV2(ctx, in)
+	if err != nil {
+		return ListPage{}, s.readErr("list", prefix, err)
+	}
+	page := ListPage{Objects: make([]ObjectInfo, 0, len(out.Contents))}
+	for _, o := range out.Contents {
+		page.Objects = append(page.Objects, ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), Version: aws.ToString(o.ETag), ModTime: aws.ToTime(o.LastModified)})
+	}
+	if len(page.Objects) > limit {
+		return ListPage{}, NewOpError("list", prefix, nil, fmt.Errorf("server returned %d keys for max-keys %d", len(page.Objects), limit))
+	}
+	if aws.ToBool(out.IsTruncated) {
+		if len(page.Objects) == 0 {
+			return ListPage{}, NewOpError("list", prefix, nil, errors.New("server returned an empty truncated page"))
+		}
+		page.NextStartAfter = page.Objects[len(page.Objects)-1].Key
+	}
+	return page, nil
+}
+
+// Close implements Store. It does not wait for operations in flight.
+func (s *S3Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.httpCli != nil {
+		s.httpCli.CloseIdleConnections()
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package objectstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Store URLs.
+//
+//	mem://[prefix]                   a new, empty in-memory store (each Open makes its own)
+//	file:///abs/dir                  a file store rooted at /abs/dir
+//	/abs/dir, ./rel/dir, rel/dir     the same, as a plain path
+//	s3://bucket[/prefix][?query]     an S3 bucket; query parameters:
+//	    endpoint=http://host:port    S3-compatible server (default: AWS)
+//	    region=us-east-1             region (default: the AWS chain, e.g. AWS_REGION)
+//	    path_style=true|false        path-style addressing (default false)
+//
+// Every key of the opened store lives under the URL's prefix (the path after the bucket for
+// s3, the host and path for mem). Credentials never go in the URL; S3 uses the standard AWS
+// chain (environment, shared config, instance roles).
+
+// ErrInvalidURL matches every error from ParseURL and Open about the URL itself.
+var ErrInvalidURL = errors.New("objectstore: invalid store URL")
+
+// URLError lists everything wrong with a store URL.
+type URLError struct {
+	URL      string   // the URL, with any password redacted
+	Problems []string // one entry per problem
+}
+
+func (e *URLError) Error() string {
+	return fmt.Sprintf("objectstore: invalid store URL %q: %s", e.URL, strings.Join(e.Problems, "; "))
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidURL) hold.
+func (e *URLError) Unwrap() error { return ErrInvalidURL }
+
+// Location is a parsed store URL.
+type Location struct {
+	Scheme    string // "mem", "file" or "s3"
+	Dir       string // file: absolute or relative directory as given (cleaned)
+	Bucket    string // s3
+	Prefix    string // key prefix without leading or trailing slash; "" for none
+	Endpoint  string // s3: custom endpoint, "" for AWS
+	Region    string // s3: "" for the AWS chain
+	PathStyle bool   // s3
+}
+
+// S3Config returns the S3 configuration of an s3 location.
+func (l Location) S3Config() S3Config {
+	return S3Config{Bucket: l.Bucket, Region: l.Region, Endpoint: l.Endpoint, PathStyle: l.PathStyle}
+}
+
+// String formats the location as a URL that ParseURL maps back to an equal Location.
+func (l Location) String() string {
+	switch l.Scheme {
+	case "mem":
+		return "mem://" + escapePath(l.Prefix)
+	case "file":
+		dir := l.Dir
+		if !filepath.IsAbs(dir) {
+			return dir
+		}
+		return "file://" + escapePath(filepath.ToSlash(dir))
+	case "s3":
+		s := "s3://" + l.Bucket
+		if l.Prefix != "" {
+			s += "/" + escapePath(l.Prefix)
+		}
+		q := url.Values{}
+		if l.Endpoint != "" {
+			q.Set("endpoint", l.Endpoint)
+		}
+		if l.Region != "" {
+			q.Set("region", l.Region)
+		}
+		if l.PathStyle {
+			q.Set("path_style", "true")
+		}
+		if len(q) > 0 {
+			s += "?" + q.Encode()
+		}
+		return s
+	}
+	return ""
+}
+
+func escapePath(p string) string {
+	return (&url.URL{Path: p}).EscapedPath()
+}
+
+var s3Params = []string{"endpoint", "region", "path_style"}
+
+// ParseURL parses a store URL (see the package documentation of Open) without touching any
+// backend. Errors are *URLError values naming every problem found.
+func ParseURL(raw string) (Location, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	fail := func(shown string) (Location, error) {
+		return Location{}, &URLError{URL: shown, Problems: problems}
+	}
+	if raw == "" {
+		bad("empty URL")
+		return fail(raw)
+	}
+	if strings.ContainsRune(raw, 0) {
+		bad("contains NUL")
+		return fail(strings.ReplaceAll(raw, "\x00", `\x00`))
+	}
+	scheme, _, hasScheme := strings.Cut(raw, "://")
+	if !hasScheme || strings.ContainsAny(scheme, "/\\.") {
+		// A plain path.
+		if strings.Contains(raw, ":") && !strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, ".") && !strings.Contains(raw[:strings.Index(raw, ":")], "/") {
+			bad("%q looks like a URL without \"//\"; use scheme://... or a path", raw)
+			return fail(raw)
+		}
+		return Location{Scheme: "file", Dir: filepath.Clean(raw)}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		bad("%v", err)
+		return fail(raw)
+	}
+	shown := u.Redacted()
+	if u.User != nil {
+		bad("credentials in the URL are not supported (use the environment or shared config)")
+	}
+	if u.Fragment != "" {
+		bad("unexpected fragment %q", u.Fragment)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		bad("bad query: %v", err)
+	}
+	loc := Location{Scheme: strings.ToLower(u.Scheme)}
+	switch loc.Scheme {
+	case "mem":
+		loc.Prefix = strings.Trim(u.Host+u.Path, "/")
+		for k := range q {
+			bad("unknown query parameter %q for mem://", k)
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			bad("file URL host %q: only file:///path (or file://localhost/path) is supported", u.Host)
+		}
+		if u.Path == "" {
+			bad("missing directory (want file:///abs/dir)")
+		} else {
+			loc.Dir = filepath.Clean(filepath.FromSlash(u.Path))
+		}
+		for k := range q {
+			bad("unknown query parameter %q for file://", k)
+		}
+	case "s3":
+		loc.Bucket = u.Host
+		if loc.Bucket == "" {
+			bad("missing bucket (want s3://bucket/prefix)")
+		} else if err := validateBucket(loc.Bucket); err != nil {
+			bad("%s", strings.TrimPrefix(err.Error(), "objectstore: s3: "))
+		}
+		loc.Prefix = strings.Trim(u.Path, "/")
+		keys := make([]string, 0, len(q))
+		for k := range q {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			vals := q[k]
+			if !slices.Contains(s3Params, k) {
+				bad("unknown query parameter %q (known: %s)", k, strings.Join(s3Params, ", "))
+				continue
+			}
+			if len(vals) != 1 {
+				bad("query parameter %q given %d times", k, len(vals))
+				continue
+			}
+			v := vals[0]
+			switch k {
+			case "endpoint":
+				if err := validateEndpoint(v); err != nil {
+					bad("%s", strings.TrimPrefix(err.Error(), "objectstore: s3: "))
+				}
+				loc.Endpoint = v
+			case "region":
+				if v == "" || strings.ContainsAny(v, " /?#") {
+					bad("bad region %q", v)
+				}
+				loc.Region = v
+			case "path_style":
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					bad("path_style=%q: want true or false", v)
+				}
+				loc.PathStyle = b
+			}
+		}
+	case "":
+		bad("missing scheme")
+	default:
+		bad("unknown scheme %q (want mem, file or s3)", u.Scheme)
+	}
+	if loc.Prefix != "" {
+		if err := ValidateKey(loc.Prefix); err != nil {
+			bad("prefix %q is not a valid key path: %s", loc.Prefix, strings.TrimPrefix(err.Error(), ErrInvalidKey.Error()+": "))
+		}
+	}
+	if len(problems) > 0 {
+		return fail(shown)
+	}
+	return loc, nil
+}
+
+// Open opens the store a URL names: mem://, file:///abs/dir (or a plain path) or
+// s3://bucket/prefix?endpoint=...&region=...&path_style=true. Keys of the returned store live
+// under the URL's prefix. Open creates a file store's directory if needed; it does not contact
+// an S3 server (the first operation does).
+func Open(ctx context.Context, rawURL string) (Store, error) {
+	loc, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var s Store
+	switch loc.Scheme {
+	case "mem":
+		s = NewMemStore()
+	case "file":
+		fs, err := NewFileStore(loc.Dir)
+		if err != nil {
+			return nil, err
+		}
+		s = fs
+	case "s3":
+		ss, err := NewS3Store(ctx, loc.S3Config())
+		if err != nil {
+			return nil, err
+		}
+		s = ss
+	}
+	ps, err := WithPrefix(s, loc.Prefix)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return ps, nil
+}
