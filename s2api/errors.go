@@ -177,6 +177,9 @@ func ErrorResponse(err error) (status int, body []byte) {
 	var ae *Error
 	var b []byte
 	switch {
+	case err == nil:
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(ErrorInfo{Code: string(CodeOther), Message: "unknown error"})
 	case errors.As(err, &sm):
 		status = http.StatusPreconditionFailed
 		b, _ = json.Marshal(map[string]uint64{"seq_num_mismatch": sm.Expected})
