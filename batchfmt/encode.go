@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // Encoder builds one batch object from appends, in order. It is reusable via Reset and is
@@ -145,9 +146,11 @@ func (e *Encoder) add(in *AppendInput) error {
 func appendRecord(b []byte, r *Record) ([]byte, int, bool) {
 	cmd := false
 	metered := 8 + 2*len(r.Headers) + len(r.Body)
+	wire := lenSize(len(r.Headers)) + len(r.Body)
 	for i := range r.Headers {
 		h := &r.Headers[i]
 		metered += len(h.Name) + len(h.Value)
+		wire += lenSize(len(h.Name)) + len(h.Name) + lenSize(len(h.Value)) + len(h.Value)
 		if len(h.Name) == 0 {
 			cmd = true
 		}
@@ -156,53 +159,68 @@ func appendRecord(b []byte, r *Record) ([]byte, int, bool) {
 	if cmd {
 		magic = recTypeCommand
 	}
-	m := metered
-	if m > 1<<24-1 {
-		m = 1<<24 - 1 // unreachable for a valid append; the caller rejects it
-	}
-	var varlen byte
+	m := min(metered, 1<<24-1) // larger is unreachable for a valid append; the caller rejects it
+	var varlen int
 	switch {
 	case m < 1<<8:
-		varlen = 0
-	case m < 1<<16:
 		varlen = 1
-	default:
+	case m < 1<<16:
 		varlen = 2
+	default:
+		varlen = 3
 	}
-	magic |= varlen << recVarlenShift
+	magic |= byte(varlen-1) << recVarlenShift
+	wire += 1 + varlen
 	if r.HasTimestamp {
 		magic |= recHasTimestamp
+		wire += 8
 	}
-	b = append(b, magic)
+	n := len(b)
+	b = slices.Grow(b, wire)[:n+wire]
+	w := b[n:]
+	w[0] = magic
 	switch varlen {
-	case 0:
-		b = append(b, byte(m))
 	case 1:
-		b = append(b, byte(m>>8), byte(m))
+		w[1] = byte(m)
+	case 2:
+		w[1], w[2] = byte(m>>8), byte(m)
 	default:
-		b = append(b, byte(m>>16), byte(m>>8), byte(m))
+		w[1], w[2], w[3] = byte(m>>16), byte(m>>8), byte(m)
 	}
+	o := 1 + varlen
 	if r.HasTimestamp {
-		b = binary.BigEndian.AppendUint64(b, r.Timestamp)
+		binary.BigEndian.PutUint64(w[o:], r.Timestamp)
+		o += 8
 	}
-	b = appendLen(b, len(r.Headers))
+	o = putLen(w, o, len(r.Headers))
 	for i := range r.Headers {
 		h := &r.Headers[i]
-		b = appendLen(b, len(h.Name))
-		b = append(b, h.Name...)
-		b = appendLen(b, len(h.Value))
-		b = append(b, h.Value...)
+		o = putLen(w, o, len(h.Name))
+		o += copy(w[o:], h.Name)
+		o = putLen(w, o, len(h.Value))
+		o += copy(w[o:], h.Value)
 	}
-	b = append(b, r.Body...)
+	copy(w[o:], r.Body)
 	return b, metered, cmd
 }
 
-// appendLen writes n as 2 bytes, or as the escape 0xFFFF and 4 bytes when n >= 0xFFFF.
-func appendLen(b []byte, n int) []byte {
+// lenSize is the size of a length field for n: 2 bytes, or 6 with the escape.
+func lenSize(n int) int {
 	if n < lenEscape {
-		return append(b, byte(n>>8), byte(n))
+		return 2
 	}
-	return append(b, 0xFF, 0xFF, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return 6
+}
+
+// putLen writes n at w[o:] as 2 bytes, or as the escape 0xFFFF and 4 bytes when n >= 0xFFFF.
+func putLen(w []byte, o, n int) int {
+	if n < lenEscape {
+		w[o], w[o+1] = byte(n>>8), byte(n)
+		return o + 2
+	}
+	w[o], w[o+1] = 0xFF, 0xFF
+	binary.BigEndian.PutUint32(w[o+2:], uint32(n))
+	return o + 6
 }
 
 // Finish returns the object's bytes, compressed if configured. They stay valid until Reset
