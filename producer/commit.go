@@ -1,0 +1,221 @@
+package producer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+// commitLoop is the one committer: it commits uploaded batches in batch order, every ready
+// one (up to MaxGroupBatches) in one manifest write.
+func (p *Producer) commitLoop() {
+	defer p.wg.Done()
+	for {
+		group := p.nextGroup()
+		if group == nil {
+			return
+		}
+		p.commitGroup(group)
+	}
+}
+
+// nextGroup waits for the oldest pending batch to be uploaded and returns it with the
+// uploaded batches that follow it, or nil when the producer stops.
+func (p *Producer) nextGroup() []*batch {
+	for {
+		p.mu.Lock()
+		n := 0
+		for n < len(p.pending) && n < p.cfg.MaxGroupBatches && p.pending[n].uploaded {
+			n++
+		}
+		group := append([]*batch(nil), p.pending[:n]...)
+		p.mu.Unlock()
+		if n > 0 {
+			return group
+		}
+		select {
+		case <-p.comKick:
+		case <-p.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// commitGroup commits group, retrying until every batch of it is resolved or the producer
+// stops. After any failed write it reloads the manifest and, before anything else, resolves
+// the batches the manifest shows committed (by producer id and batch number): so a write
+// whose outcome was unknown is never repeated.
+func (p *Producer) commitGroup(group []*batch) {
+	for attempt := 0; len(group) > 0; attempt++ {
+		if p.ctx.Err() != nil {
+			return
+		}
+		if attempt > 0 {
+			if p.cfg.Backoff.Sleep(p.ctx, attempt-1) != nil {
+				return
+			}
+			if !p.reload() {
+				return
+			}
+			group = p.resolveCommitted(group)
+			if len(group) == 0 {
+				return
+			}
+		}
+		if !p.refreshStale(group) {
+			return
+		}
+		st := p.snap.State.Clone()
+		results := make([]*manifest.BatchResult, len(group))
+		for i, b := range group {
+			res, err := st.Apply(&manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), ProducerID: p.id,
+				BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends})
+			if err != nil {
+				// A malformed batch is a bug in this package; fail everything rather than guess.
+				p.mu.Lock()
+				p.failAllLocked(err)
+				p.mu.Unlock()
+				return
+			}
+			results[i] = res
+		}
+		for _, b := range group {
+			b.attempted = true
+		}
+		start := time.Now()
+		wres, err := manifest.Write(p.ctx, p.store, p.cfg.ManifestPath, st, p.snap.Version)
+		p.m.writeLatency.Observe(time.Since(start).Seconds())
+		if err == nil {
+			p.snap = &wres.Snapshot
+			p.index = p.index.WithState(p.snap.State)
+			p.m.commits.Inc()
+			p.m.commitBatches.Observe(float64(len(group)))
+			for i, b := range group {
+				if results[i].Duplicate {
+					// Committed by an earlier write of ours: rebuild from the entry.
+					p.resolveFromEntry(b, st)
+					continue
+				}
+				p.mu.Lock()
+				p.resolveLocked(b, results[i].Appends, st.Tail, nil)
+				p.removePendingLocked(b)
+				p.mu.Unlock()
+			}
+			return
+		}
+		kind := "other"
+		switch {
+		case errors.Is(err, manifest.ErrConflict):
+			kind = "conflict"
+		case errors.Is(err, manifest.ErrOutcomeUnknown):
+			kind = "outcome_unknown"
+		}
+		p.m.commitErrors.WithLabelValues(kind).Inc()
+		if kind != "conflict" {
+			p.log.Warn("manifest write failed, retrying", "kind", kind, "batches", len(group), "attempt", attempt, "err", err)
+		}
+	}
+}
+
+// reload reads the manifest, retrying failures with backoff until it succeeds; it returns
+// false when the producer stops or the stream is gone (then every ticket has failed).
+func (p *Producer) reload() bool {
+	for attempt := 0; ; attempt++ {
+		snap, err := manifest.Load(p.ctx, p.store, p.cfg.ManifestPath)
+		if err == nil && snap.State.Generation != p.gen {
+			err = manifest.ErrGenerationChanged
+		}
+		switch {
+		case err == nil:
+			p.snap = snap
+			p.index = p.index.WithState(snap.State)
+			p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
+			return true
+		case p.ctx.Err() != nil:
+			return false
+		case errors.Is(err, manifest.ErrNotExist) || errors.Is(err, manifest.ErrGenerationChanged):
+			p.mu.Lock()
+			p.failAllLocked(err)
+			p.mu.Unlock()
+			return false
+		}
+		p.log.Warn("manifest read failed, retrying", "attempt", attempt, "err", err)
+		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {
+			return false
+		}
+	}
+}
+
+// resolveCommitted resolves the batches of group that the current manifest shows committed
+// and returns the rest. Batches commit in order, so the committed ones are a prefix.
+func (p *Producer) resolveCommitted(group []*batch) []*batch {
+	row, ok := p.snap.State.Producer(p.id)
+	if !ok && len(group) > 0 && group[0].attempted {
+		// Our row was evicted from the table (it is bounded): look for the entry itself.
+		if _, found, err := p.index.FindBatch(p.ctx, p.id, group[0].num); err == nil && found {
+			row, ok = manifest.ProducerState{LastBatch: group[len(group)-1].num}, true
+			for _, b := range group {
+				if _, f, err := p.index.FindBatch(p.ctx, p.id, b.num); err != nil || !f {
+					break
+				}
+				row.LastBatch = b.num
+			}
+		}
+	}
+	for len(group) > 0 && ok && group[0].num <= row.LastBatch {
+		p.resolveFromEntry(group[0], p.snap.State)
+		group = group[1:]
+	}
+	return group
+}
+
+// resolveFromEntry resolves a batch committed by an earlier write from its manifest entry.
+func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
+	e, found, err := p.index.WithState(st).FindBatch(p.ctx, p.id, b.num)
+	var results []manifest.AppendResult
+	if err == nil && found {
+		results, err = manifest.Results(&e, b.appends)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err != nil:
+		p.log.Error("rebuilding acks of a committed batch", "batch", b.num, "err", err)
+		p.resolveLocked(b, nil, Position{}, errors.Join(ErrPositionsUnavailable, err))
+	case !found:
+		p.resolveLocked(b, nil, Position{}, ErrPositionsUnavailable)
+	default:
+		p.resolveLocked(b, results, st.Tail, nil)
+	}
+	p.removePendingLocked(b)
+}
+
+func (p *Producer) removePendingLocked(b *batch) {
+	for i, x := range p.pending {
+		if x == b {
+			p.pending = append(p.pending[:i:i], p.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// refreshStale uploads again, under new keys, the batches whose upload began more than
+// CommitDeadline ago: the collector may delete an unreferenced object once it is older than
+// its grace period, and the deadline is at most half of it.
+func (p *Producer) refreshStale(group []*batch) bool {
+	for _, b := range group {
+		if time.Since(b.uploadStart) <= p.cfg.CommitDeadline {
+			continue
+		}
+		old := b.key
+		if err := p.upload(b); err != nil {
+			return false
+		}
+		p.m.reuploads.Inc()
+		// The old object is left to the collector: no write of ours references it (the
+		// reload before this attempt showed the batch uncommitted).
+		p.log.Info("batch passed the commit deadline, uploaded again", "batch", b.num, "old_key", old, "new_key", b.key)
+	}
+	return true
+}

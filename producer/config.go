@@ -1,0 +1,167 @@
+package producer
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Config configures a Producer. Start from DefaultConfig, set ObjectStore and what else you
+// need, and pass it to New, which validates it and reports every problem at once.
+//
+// The first seven fields are the seeds' ProducerConfig with its defaults.
+type Config struct {
+	// ObjectStore is where batch objects and the manifest live. Required.
+	ObjectStore objectstore.Store
+	// DataPathPrefix is the key prefix of batch objects. Default "ingest".
+	DataPathPrefix string
+	// ManifestPath is the key of the stream's manifest. Default "ingest/manifest".
+	ManifestPath string
+	// FlushInterval: the open batch is flushed this long after its first append. Default
+	// 100 ms. Zero is legal and flushes every append at once (no batching across appends).
+	FlushInterval time.Duration
+	// FlushSizeBytes: the open batch is flushed when its encoded size reaches this. Default
+	// 64 MiB. Must be > 0.
+	FlushSizeBytes int
+	// MaxBufferedInputs bounds the appends accepted but not yet acknowledged; Append blocks
+	// beyond it. Default 1000. Must be > 0.
+	MaxBufferedInputs int
+	// BatchCompression of batch objects. Default none.
+	BatchCompression batchfmt.Compression
+
+	// MaxInFlightBytes bounds the metered bytes accepted but not yet acknowledged; Append
+	// blocks beyond it. Default 256 MiB; at least batchfmt.MaxAppendBytes.
+	MaxInFlightBytes int64
+	// UploadConcurrency is the number of batch uploads that may run at once. Default 4.
+	UploadConcurrency int
+	// MaxGroupBatches is the most batches one manifest write commits (group commit).
+	// Default 256; 1 disables group commit.
+	MaxGroupBatches int
+	// CommitDeadline: a batch object older than this (since its upload began) is not
+	// committed; it is uploaded again under a new key first. It must be at most half the
+	// collector's grace period. Default 5 minutes (half of the default 10-minute grace).
+	CommitDeadline time.Duration
+	// Backoff between retries of uploads, manifest reads and manifest writes.
+	Backoff manifest.Backoff
+	// ProducerID names this producer in the manifest's deduplication table. Default: random.
+	// Two live producers must never share an id.
+	ProducerID string
+	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
+	// records, 1 MiB).
+	Batching batchfmt.BatchingConfig
+	// CreateStream creates the manifest (with StreamConfig) when it does not exist. Default
+	// true; when false, New fails with manifest.ErrNotExist.
+	CreateStream bool
+	// StreamConfig is used only when the producer creates the stream.
+	StreamConfig manifest.Config
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the producer's metrics. Default nil: metrics are kept but not
+	// registered.
+	Registerer prometheus.Registerer
+	// Now is the producer's clock (arrival times). Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults; ObjectStore is left nil and must be set.
+func DefaultConfig() Config {
+	return Config{
+		DataPathPrefix:    "ingest",
+		ManifestPath:      "ingest/manifest",
+		FlushInterval:     100 * time.Millisecond,
+		FlushSizeBytes:    64 << 20,
+		MaxBufferedInputs: 1000,
+		BatchCompression:  batchfmt.CompressionNone,
+		MaxInFlightBytes:  256 << 20,
+		UploadConcurrency: 4,
+		MaxGroupBatches:   256,
+		CommitDeadline:    5 * time.Minute,
+		Backoff:           manifest.DefaultBackoff(),
+		ProducerID:        "",
+		Batching:          batchfmt.DefaultBatchingConfig(),
+		CreateStream:      true,
+		StreamConfig:      manifest.DefaultConfig(),
+		Logger:            slog.New(slog.DiscardHandler),
+		Now:               time.Now,
+	}
+}
+
+// ErrInvalidConfig is matched by every configuration problem New reports.
+var ErrInvalidConfig = errors.New("producer: invalid config")
+
+// Validate reports every problem of c at once (errors.Join), each matching ErrInvalidConfig.
+// An empty ProducerID is valid (New picks a random one).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.ObjectStore == nil {
+		bad("object store is required")
+	}
+	if err := objectstore.ValidateKey(c.DataPathPrefix + "/x"); c.DataPathPrefix == "" || err != nil {
+		bad("data path prefix %q is not a valid key prefix", c.DataPathPrefix)
+	}
+	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
+		bad("manifest path: %v", err)
+	}
+	if c.FlushInterval < 0 {
+		bad("flush interval %v must not be negative", c.FlushInterval)
+	}
+	if c.FlushSizeBytes <= 0 {
+		bad("flush size %d must be > 0", c.FlushSizeBytes)
+	}
+	if c.MaxBufferedInputs <= 0 {
+		bad("max buffered inputs %d must be > 0", c.MaxBufferedInputs)
+	}
+	if !c.BatchCompression.Valid() {
+		bad("unknown batch compression %d", c.BatchCompression)
+	}
+	if c.MaxInFlightBytes < batchfmt.MaxAppendBytes {
+		bad("max in-flight bytes %d must be at least %d (one append)", c.MaxInFlightBytes, batchfmt.MaxAppendBytes)
+	}
+	if c.UploadConcurrency <= 0 {
+		bad("upload concurrency %d must be > 0", c.UploadConcurrency)
+	}
+	if c.MaxGroupBatches <= 0 {
+		bad("max group batches %d must be > 0", c.MaxGroupBatches)
+	}
+	if c.CommitDeadline <= 0 || c.CommitDeadline >= manifest.ProducerExpiry {
+		bad("commit deadline %v must be > 0 and shorter than the producer table expiry %v", c.CommitDeadline, manifest.ProducerExpiry)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if len(c.ProducerID) > 128 {
+		bad("producer id is %d bytes, more than 128", len(c.ProducerID))
+	}
+	if err := c.Batching.Validate(); err != nil {
+		bad("batching: %v", err)
+	}
+	if err := c.StreamConfig.Validate(); err != nil {
+		bad("stream config: %v", err)
+	}
+	if c.Logger == nil {
+		bad("logger is nil (use slog.New(slog.DiscardHandler))")
+	}
+	if c.Now == nil {
+		bad("clock is nil")
+	}
+	return errors.Join(errs...)
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("producer: crypto/rand failed: %v", err)) // never happens on supported platforms
+	}
+	return hex.EncodeToString(b)
+}

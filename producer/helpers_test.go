@@ -1,0 +1,274 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// readRec is a record as a reader sees it.
+type readRec struct {
+	seq, ts uint64
+	body    string
+	command string
+}
+
+// readStream is a small reader: it walks the manifest's entries (across segments), decodes
+// each batch object, skips rejected appends, numbers records from the entry's first seq_num
+// and replays timestamps with the entry's clock. It checks contiguity as it goes.
+func readStream(t testing.TB, store objectstore.Store, path string) ([]readRec, *manifest.State) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := manifest.Load(ctx, store, path)
+	if err != nil {
+		t.Fatalf("reader: load manifest: %v", err)
+	}
+	st := snap.State
+	var out []readRec
+	next := st.FirstSeq()
+	err = manifest.NewIndex(store, st).Walk(ctx, 0, func(e *manifest.Entry) error {
+		if e.FirstSeq != next {
+			return fmt.Errorf("entry %s starts at %d, want %d", e.Key, e.FirstSeq, next)
+		}
+		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
+		if err != nil {
+			return err
+		}
+		b, err := batchfmt.Decode(data)
+		if err != nil {
+			return err
+		}
+		if b.NumAppends() != int(e.Appends) {
+			return fmt.Errorf("entry %s: %d appends in the object, %d in the entry", e.Key, b.NumAppends(), e.Appends)
+		}
+		clock := e.Clock()
+		it := b.Iter(e.IsRejected)
+		for it.Next() {
+			r := it.Record()
+			out = append(out, readRec{seq: next, ts: clock.Next(r.HasTimestamp, r.Timestamp), body: string(r.Body), command: r.Command()})
+			next++
+		}
+		if it.Err() != nil {
+			return it.Err()
+		}
+		if next != e.EndSeq() {
+			return fmt.Errorf("entry %s: read up to %d, entry ends at %d", e.Key, next, e.EndSeq())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	if next != st.Tail.SeqNum {
+		t.Fatalf("reader: records end at %d, tail is %d", next, st.Tail.SeqNum)
+	}
+	return out, st
+}
+
+// ackedAppend is what a writer in a test remembers about one append.
+type ackedAppend struct {
+	bodies []string
+	ack    Ack
+}
+
+// verify checks the invariants: seq_nums contiguous from 0, timestamps non-decreasing,
+// every acked record present exactly once at the position its ack names, nothing present
+// that was not appended, and rejected appends absent.
+func verify(t testing.TB, recs []readRec, acked []ackedAppend, rejected [][]string, maybe map[string]bool) {
+	t.Helper()
+	where := make(map[string]int, len(recs))
+	var lastTS uint64
+	for i, r := range recs {
+		if r.seq != uint64(i) {
+			t.Fatalf("record %d has seq_num %d", i, r.seq)
+		}
+		if r.ts < lastTS {
+			t.Fatalf("timestamp went back at seq %d: %d < %d", r.seq, r.ts, lastTS)
+		}
+		lastTS = r.ts
+		if r.command != "" {
+			continue
+		}
+		if j, dup := where[r.body]; dup {
+			t.Fatalf("record %q appears twice, at %d and %d", r.body, j, i)
+		}
+		where[r.body] = i
+	}
+	seen := 0
+	for _, a := range acked {
+		if a.ack.End.SeqNum-a.ack.Start.SeqNum != uint64(len(a.bodies)) || a.ack.Tail.SeqNum < a.ack.End.SeqNum {
+			t.Fatalf("ack %+v for %d records", a.ack, len(a.bodies))
+		}
+		for k, body := range a.bodies {
+			i, ok := where[body]
+			if !ok {
+				t.Fatalf("acked record %q is missing (ack %+v)", body, a.ack)
+			}
+			if uint64(i) != a.ack.Start.SeqNum+uint64(k) {
+				t.Fatalf("acked record %q is at %d, its ack says %d", body, i, a.ack.Start.SeqNum+uint64(k))
+			}
+			if k == 0 && a.ack.Start.Timestamp != noTS && recs[i].ts != a.ack.Start.Timestamp {
+				t.Fatalf("record %q: timestamp %d, ack start says %d", body, recs[i].ts, a.ack.Start.Timestamp)
+			}
+			if k == len(a.bodies)-1 && a.ack.End.Timestamp != noTS && recs[i].ts != a.ack.End.Timestamp {
+				t.Fatalf("record %q: timestamp %d, ack end says %d", body, recs[i].ts, a.ack.End.Timestamp)
+			}
+			seen++
+		}
+	}
+	for _, bodies := range rejected {
+		for _, body := range bodies {
+			if _, ok := where[body]; ok {
+				t.Fatalf("record %q of a rejected append is visible", body)
+			}
+		}
+	}
+	for body := range where {
+		if !maybe[body] {
+			t.Fatalf("record %q is in the stream but was never appended", body)
+		}
+	}
+	if seen > len(where) {
+		t.Fatalf("acked %d records, stream has %d", seen, len(where))
+	}
+}
+
+// faultStore injects faults into Put and Get, from a seeded generator:
+//   - failBefore: a plain error, nothing written;
+//   - unknownBefore: ErrOutcomeUnknown, nothing written;
+//   - unknownAfter: ErrOutcomeUnknown, written;
+//   - unknownLater: ErrOutcomeUnknown at once, written a little later (a slow request);
+//   - latency: a random delay before the call.
+type faultStore struct {
+	objectstore.Store
+	mu   sync.Mutex
+	rng  *rand.Rand
+	p    faultRates
+	wg   sync.WaitGroup
+	hits map[string]int
+	off  bool
+}
+
+type faultRates struct {
+	failBefore, unknownBefore, unknownAfter, unknownLater, getFail, latency float64
+	maxLatency                                                              time.Duration
+}
+
+func newFaultStore(inner objectstore.Store, seed uint64, p faultRates) *faultStore {
+	return &faultStore{Store: inner, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), p: p, hits: map[string]int{}}
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *faultStore) roll() (kind string, delay time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.off {
+		return "", 0
+	}
+	if f.rng.Float64() < f.p.latency && f.p.maxLatency > 0 {
+		delay = time.Duration(f.rng.Int64N(int64(f.p.maxLatency)))
+	}
+	x := f.rng.Float64()
+	for _, k := range []struct {
+		name string
+		p    float64
+	}{{"failBefore", f.p.failBefore}, {"unknownBefore", f.p.unknownBefore}, {"unknownAfter", f.p.unknownAfter}, {"unknownLater", f.p.unknownLater}} {
+		if x < k.p {
+			f.hits[k.name]++
+			return k.name, delay
+		}
+		x -= k.p
+	}
+	return "", delay
+}
+
+// quiesce stops injecting faults and waits for delayed writes.
+func (f *faultStore) quiesce() {
+	f.mu.Lock()
+	f.off = true
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+func (f *faultStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	kind, delay := f.roll()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	unknown := objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, errInjected)
+	switch kind {
+	case "failBefore":
+		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, errInjected)
+	case "unknownBefore":
+		return objectstore.ObjectInfo{}, unknown
+	case "unknownAfter":
+		if _, err := f.Store.Put(ctx, key, body, size, cond); err != nil {
+			return objectstore.ObjectInfo{}, err
+		}
+		return objectstore.ObjectInfo{}, unknown
+	case "unknownLater":
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return objectstore.ObjectInfo{}, err
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			time.Sleep(time.Millisecond)
+			_, _ = objectstore.PutBytes(context.Background(), f.Store, key, data, cond)
+		}()
+		return objectstore.ObjectInfo{}, unknown
+	}
+	return f.Store.Put(ctx, key, body, size, cond)
+}
+
+func (f *faultStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	f.mu.Lock()
+	fail := !f.off && f.rng.Float64() < f.p.getFail
+	if fail {
+		f.hits["getFail"]++
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, objectstore.NewOpError("get", key, nil, errInjected)
+	}
+	return f.Store.Get(ctx, key, opts)
+}
+
+func (f *faultStore) summary() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprint(f.hits)
+}
+
+// testConfig is a fast config on store.
+func testConfig(store objectstore.Store) Config {
+	c := DefaultConfig()
+	c.ObjectStore = store
+	c.FlushInterval = 2 * time.Millisecond
+	c.Backoff = manifest.Backoff{Initial: 100 * time.Microsecond, Max: 5 * time.Millisecond, Multiplier: 2}
+	c.Batching.Linger = time.Millisecond
+	return c
+}
+
+func newProducer(t testing.TB, cfg Config) *Producer {
+	t.Helper()
+	p, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("new producer: %v", err)
+	}
+	return p
+}
+
+// noTS marks an ack position whose timestamp the test does not know.
+const noTS = ^uint64(0)

@@ -1,0 +1,546 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	// ErrClosed: the producer is closed (or closing) and accepts no more appends.
+	ErrClosed = errors.New("producer: closed")
+	// ErrAborted: the producer was closed before the append could be committed; it was
+	// not committed.
+	ErrAborted = errors.New("producer: aborted before commit")
+	// ErrOutcomeUnknown: the producer was closed while a manifest write holding the append
+	// had an unknown outcome; the append may or may not be in the stream.
+	ErrOutcomeUnknown = errors.New("producer: aborted, commit outcome unknown")
+	// ErrPositionsUnavailable: the append was committed, but its entry had already left the
+	// manifest (trimmed or acknowledged by every group) by the time the producer, recovering
+	// from a write with an unknown outcome, could read its positions back.
+	ErrPositionsUnavailable = errors.New("producer: committed, but positions no longer available")
+)
+
+// Position is a record's place in the stream.
+type Position = manifest.Position
+
+// Ack is the acknowledgement of a committed append: Start is the first record's position,
+// End the position after the last record (End.SeqNum exclusive; End.Timestamp is the last
+// record's timestamp), Tail the stream's tail after the manifest write that committed it.
+type Ack struct {
+	Start, End, Tail Position
+}
+
+// Ticket resolves when its append is committed (the manifest write holding it succeeded) or
+// has failed. Failures: *manifest.SeqNumMismatchError, *manifest.FencingTokenMismatchError,
+// manifest.ErrTimestampRequired (the append's condition failed at commit time; nothing of it
+// is in the stream), ErrAborted, ErrOutcomeUnknown, ErrPositionsUnavailable, or a fatal
+// stream error (manifest.ErrNotExist, manifest.ErrGenerationChanged).
+type Ticket struct {
+	done    chan struct{}
+	ack     Ack
+	err     error
+	records int
+	metered int64
+	start   time.Time
+}
+
+// Done is closed when the ticket has resolved.
+func (t *Ticket) Done() <-chan struct{} { return t.done }
+
+// Result returns the outcome; call it after Done is closed.
+func (t *Ticket) Result() (Ack, error) {
+	<-t.done
+	return t.ack, t.err
+}
+
+// Wait waits for the outcome or for ctx (which does not affect the append).
+func (t *Ticket) Wait(ctx context.Context) (Ack, error) {
+	select {
+	case <-t.done:
+		return t.ack, t.err
+	case <-ctx.Done():
+		return Ack{}, ctx.Err()
+	}
+}
+
+// batch is one batch object: the appends flushed together, from open to commit.
+type batch struct {
+	num       uint64
+	enc       *batchfmt.Encoder
+	appends   []*batchfmt.AppendInput
+	tickets   []*Ticket
+	metered   int64
+	opened    time.Time
+	arrivalMs uint64
+
+	// Set by uploaders / the committer.
+	data        []byte
+	key         string
+	uploadStart time.Time
+	uploaded    bool // guarded by Producer.mu
+	attempted   bool // a manifest write holding it was attempted (committer only)
+}
+
+// Producer appends to one stream. It is safe for concurrent use.
+//
+// Appends accumulate into an open batch, which is flushed FlushInterval after its first
+// append, when it reaches FlushSizeBytes, or on Flush/Close; an append is never split.
+// Flushed batches are encoded and uploaded create-only, several at once, under unique,
+// time-sortable keys "<DataPathPrefix>/<12 hex digits of ms><16 random hex digits>". One
+// committer commits them in batch order, as many as are ready in one manifest write.
+type Producer struct {
+	cfg     Config
+	store   objectstore.Store
+	log     *slog.Logger
+	m       *metrics
+	id      string
+	gen     [16]byte
+	tsMode  atomic.Uint32 // manifest.TimestampingMode, as last read
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started time.Time
+
+	mu        sync.Mutex
+	closing   bool
+	fatal     error
+	open      *batch
+	nextNum   uint64
+	pending   []*batch // sealed, not yet resolved, in batch order
+	toUpload  []*batch
+	inputs    int
+	bytes     int64
+	space     chan struct{} // closed and replaced when backpressure eases
+	resolved  uint64        // highest batch number resolved
+	progress  chan struct{} // closed and replaced when a batch resolves
+	upKick    chan struct{}
+	comKick   chan struct{}
+	lingerKck chan struct{}
+
+	// Committer state (committer goroutine only).
+	snap  *manifest.Snapshot
+	index *manifest.Index
+
+	sub submitter
+}
+
+// New opens the stream at cfg.ManifestPath (creating it if allowed) and starts the producer's
+// goroutines. Close it to drain and stop them.
+func New(ctx context.Context, cfg Config) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ProducerID == "" {
+		cfg.ProducerID = randomID(8)
+	}
+	var snap *manifest.Snapshot
+	var err error
+	if cfg.CreateStream {
+		snap, err = manifest.LoadOrCreate(ctx, cfg.ObjectStore, cfg.ManifestPath, cfg.StreamConfig, cfg.Now())
+	} else {
+		snap, err = manifest.Load(ctx, cfg.ObjectStore, cfg.ManifestPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("producer: open stream: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.ProducerID)
+	if err != nil {
+		m.unregister(cfg.Registerer)
+		return nil, fmt.Errorf("producer: register metrics: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &Producer{
+		cfg: cfg, store: cfg.ObjectStore, log: cfg.Logger.With("producer_id", cfg.ProducerID), m: m,
+		id: cfg.ProducerID, gen: snap.State.Generation, ctx: pctx, cancel: cancel, started: time.Now(),
+		nextNum: 1, space: make(chan struct{}), progress: make(chan struct{}),
+		upKick: make(chan struct{}, cfg.UploadConcurrency), comKick: make(chan struct{}, 1), lingerKck: make(chan struct{}, 1),
+		snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
+	}
+	if ps, ok := snap.State.Producer(p.id); ok {
+		// The id was used before (a restart with a fixed id): continue its batch numbers.
+		p.nextNum = ps.LastBatch + 1
+	}
+	p.resolved = p.nextNum - 1
+	p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
+	if err := p.sub.init(p, cfg.Batching); err != nil {
+		cancel()
+		m.unregister(cfg.Registerer)
+		return nil, err
+	}
+	p.wg.Add(cfg.UploadConcurrency + 3)
+	for range cfg.UploadConcurrency {
+		go p.uploadLoop()
+	}
+	go p.commitLoop()
+	go p.lingerLoop()
+	go p.sub.loop()
+	p.log.Debug("producer started", "manifest", cfg.ManifestPath, "generation", snap.State.GenerationString(), "first_batch", p.nextNum)
+	return p, nil
+}
+
+// ID returns the producer id.
+func (p *Producer) ID() string { return p.id }
+
+// Append validates in at once (the seeds' limits and record rules, and the stream's
+// timestamping mode as last read), waits for room under backpressure (MaxBufferedInputs
+// appends and MaxInFlightBytes metered bytes not yet acknowledged) honouring ctx, and adds
+// it to the open batch. The returned ticket resolves after the manifest write that commits
+// it. Append takes ownership of in's records: their byte slices must not be modified until
+// the ticket resolves.
+func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket, error) {
+	return p.append(ctx, in, false)
+}
+
+// append is Append; draining (from Close, for Submit's last batch) is allowed while closing.
+func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool) (*Ticket, error) {
+	if err := in.Validate(); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	if manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire {
+		for i := range in.Records {
+			if !in.Records[i].HasTimestamp {
+				return nil, fmt.Errorf("producer: record %d: %w", i, manifest.ErrTimestampRequired)
+			}
+		}
+	}
+	own := &batchfmt.AppendInput{Records: in.Records}
+	if in.MatchSeqNum != nil {
+		v := *in.MatchSeqNum
+		own.MatchSeqNum = &v
+	}
+	if in.FencingToken != nil {
+		v := *in.FencingToken
+		own.FencingToken = &v
+	}
+	metered := int64(own.MeteredSize())
+	if err := p.acquire(ctx, metered, draining); err != nil {
+		return nil, err
+	}
+	t := &Ticket{done: make(chan struct{}), records: len(own.Records), metered: metered, start: time.Now()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if (p.closing && !draining) || p.fatal != nil {
+		p.releaseLocked(1, metered)
+		if p.fatal != nil {
+			return nil, p.fatal
+		}
+		return nil, ErrClosed
+	}
+	b := p.open
+	if b == nil {
+		b = &batch{num: p.nextNum, enc: batchfmt.NewEncoder(p.cfg.BatchCompression), opened: time.Now()}
+		p.nextNum++
+		p.open = b
+		select {
+		case p.lingerKck <- struct{}{}:
+		default:
+		}
+	}
+	if b.enc.Add(own) < 0 {
+		// Cannot happen after Validate; rebuild the encoder so the batch stays usable.
+		err := b.enc.Err()
+		b.enc = batchfmt.NewEncoder(p.cfg.BatchCompression)
+		for _, a := range b.appends {
+			b.enc.Add(a)
+		}
+		p.releaseLocked(1, metered)
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	b.appends = append(b.appends, own)
+	b.tickets = append(b.tickets, t)
+	b.metered += metered
+	if p.cfg.FlushInterval == 0 || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
+		p.sealLocked()
+	}
+	return t, nil
+}
+
+// AppendSync appends and waits for the outcome. If ctx ends first it returns ctx's error;
+// the append may still be committed.
+func (p *Producer) AppendSync(ctx context.Context, in batchfmt.AppendInput) (Ack, error) {
+	t, err := p.Append(ctx, in)
+	if err != nil {
+		return Ack{}, err
+	}
+	return t.Wait(ctx)
+}
+
+// acquire reserves one input and n metered bytes, waiting while over the limits. A lone
+// input always fits (n never exceeds MaxInFlightBytes after validation).
+func (p *Producer) acquire(ctx context.Context, n int64, draining bool) error {
+	for {
+		p.mu.Lock()
+		if p.fatal != nil {
+			err := p.fatal
+			p.mu.Unlock()
+			return err
+		}
+		if p.closing && !draining {
+			p.mu.Unlock()
+			return ErrClosed
+		}
+		if p.inputs == 0 || (p.inputs < p.cfg.MaxBufferedInputs && p.bytes+n <= p.cfg.MaxInFlightBytes) {
+			p.inputs++
+			p.bytes += n
+			p.mu.Unlock()
+			return nil
+		}
+		// Full: make sure what is buffered is on its way, then wait.
+		p.sealLocked()
+		ch := p.space
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("producer: waiting for buffer space: %w", ctx.Err())
+		}
+	}
+}
+
+func (p *Producer) releaseLocked(inputs int, bytes int64) {
+	p.inputs -= inputs
+	p.bytes -= bytes
+	close(p.space)
+	p.space = make(chan struct{})
+}
+
+// sealLocked closes the open batch and queues it for upload.
+func (p *Producer) sealLocked() {
+	b := p.open
+	if b == nil {
+		return
+	}
+	p.open = nil
+	b.arrivalMs = uint64(max(p.cfg.Now().UnixMilli(), 0))
+	p.pending = append(p.pending, b)
+	p.toUpload = append(p.toUpload, b)
+	select {
+	case p.upKick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Producer) lingerLoop() {
+	defer p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			timer.Stop()
+			return
+		case <-p.lingerKck:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		if b := p.open; b != nil {
+			if wait := p.cfg.FlushInterval - time.Since(b.opened); wait <= 0 {
+				p.sealLocked()
+			} else {
+				timer.Reset(wait)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *Producer) uploadLoop() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		var b *batch
+		if len(p.toUpload) > 0 {
+			b = p.toUpload[0]
+			p.toUpload = p.toUpload[1:]
+		}
+		p.mu.Unlock()
+		if b == nil {
+			select {
+			case <-p.upKick:
+				continue
+			case <-p.ctx.Done():
+				return
+			}
+		}
+		if err := p.upload(b); err != nil {
+			return // aborted; Close fails the tickets
+		}
+		p.mu.Lock()
+		b.uploaded = true
+		p.mu.Unlock()
+		select {
+		case p.comKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// upload writes b's object create-only under a fresh key, retrying (each attempt under a new
+// key, so an attempt with an unknown outcome can never be mistaken for another) until it
+// succeeds or the producer is aborted.
+func (p *Producer) upload(b *batch) error {
+	if b.data == nil {
+		data, err := b.enc.Finish()
+		if err != nil {
+			// Cannot happen: every append was validated.
+			p.log.Error("encode batch", "batch", b.num, "err", err)
+			return err
+		}
+		b.data = data
+		b.enc = nil
+	}
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		key := fmt.Sprintf("%s/%012x%s", p.cfg.DataPathPrefix, max(p.cfg.Now().UnixMilli(), 0), randomID(8))
+		_, err := objectstore.PutBytes(p.ctx, p.store, key, b.data, objectstore.IfAbsent())
+		if err == nil {
+			b.key, b.uploadStart = key, start
+			p.m.batches.Inc()
+			p.m.uploadBytes.Add(float64(len(b.data)))
+			return nil
+		}
+		if p.ctx.Err() != nil {
+			return p.ctx.Err()
+		}
+		p.m.uploadErrors.Inc()
+		p.log.Warn("upload failed, retrying", "batch", b.num, "key", key, "attempt", attempt, "err", err)
+		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// Flush flushes the open batch (and Submit's pending records) and waits until every append
+// accepted before the call has resolved, or ctx ends.
+func (p *Producer) Flush(ctx context.Context) error {
+	if err := p.sub.flush(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.sealLocked()
+	target := p.nextNum - 1
+	p.mu.Unlock()
+	return p.waitResolved(ctx, target)
+}
+
+func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
+	for {
+		p.mu.Lock()
+		done, fatal, ch := p.resolved >= target, p.fatal, p.progress
+		p.mu.Unlock()
+		if done {
+			return nil
+		}
+		if fatal != nil {
+			return fatal
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("producer: flush: %w", ctx.Err())
+		case <-p.ctx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// Close drains the producer: it stops accepting appends (they fail with ErrClosed), flushes
+// what is buffered, waits until every accepted append has resolved, then stops the
+// producer's goroutines and waits for them. If ctx ends first, Close aborts: uploads and
+// commits in progress are cancelled, tickets not yet resolved fail with ErrAborted (or
+// ErrOutcomeUnknown when a manifest write holding them had an unknown outcome), and Close
+// returns ctx's error after the goroutines have stopped. The store is not closed.
+func (p *Producer) Close(ctx context.Context) error {
+	// Stop Submit and Append (in that order, so no record is left in the client-side batch),
+	// then append Submit's last batch.
+	p.sub.mu.Lock()
+	p.mu.Lock()
+	already := p.closing
+	p.closing = true
+	p.mu.Unlock()
+	if already {
+		p.sub.mu.Unlock()
+		p.wg.Wait()
+		return ErrClosed
+	}
+	if in, ok := p.sub.b.Flush(); ok {
+		p.sub.emitLocked(ctx, in, true)
+	}
+	p.sub.mu.Unlock()
+	var err error
+	p.mu.Lock()
+	p.sealLocked()
+	target := p.nextNum - 1
+	fatal := p.fatal
+	p.mu.Unlock()
+	if err == nil && fatal == nil {
+		err = p.waitResolved(ctx, target)
+	}
+	p.cancel()
+	p.wg.Wait()
+	p.mu.Lock()
+	for _, b := range p.pending {
+		e := ErrAborted
+		if b.attempted {
+			e = ErrOutcomeUnknown
+		}
+		p.resolveLocked(b, nil, Position{}, e)
+	}
+	p.pending = nil
+	p.toUpload = nil
+	p.mu.Unlock()
+	p.sub.abort(ErrAborted)
+	p.m.unregister(p.cfg.Registerer)
+	return err
+}
+
+// resolveLocked resolves b's tickets with results (nil: all fail with err).
+func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail Position, err error) {
+	for i, t := range b.tickets {
+		switch {
+		case results == nil:
+			t.err = err
+			p.m.appends.WithLabelValues("failed").Inc()
+		case results[i].Err != nil:
+			t.err = results[i].Err
+			p.m.appends.WithLabelValues("rejected").Inc()
+		default:
+			t.ack = Ack{Start: results[i].Start, End: results[i].End, Tail: tail}
+			p.m.appends.WithLabelValues("ok").Inc()
+			p.m.records.Add(float64(t.records))
+			p.m.bytes.Add(float64(t.metered))
+			p.m.ackLatency.Observe(time.Since(t.start).Seconds())
+		}
+		close(t.done)
+	}
+	p.releaseLocked(len(b.tickets), b.metered)
+	if b.num > p.resolved {
+		p.resolved = b.num
+	}
+	close(p.progress)
+	p.progress = make(chan struct{})
+}
+
+// failAllLocked makes err fatal: every pending ticket fails with it.
+func (p *Producer) failAllLocked(err error) {
+	if p.fatal == nil {
+		p.fatal = err
+		p.log.Error("producer failed", "err", err)
+	}
+	p.sealLocked()
+	for _, b := range p.pending {
+		p.resolveLocked(b, nil, Position{}, err)
+	}
+	p.pending = nil
+	p.toUpload = nil
+}

@@ -1,0 +1,155 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+)
+
+// RecordAck acknowledges one submitted record: its seq_num and the ack of the append
+// (client-side batch) that carried it.
+type RecordAck struct {
+	SeqNum uint64
+	Batch  Ack
+}
+
+// RecordTicket resolves when the record's batch has resolved.
+type RecordTicket struct {
+	ready chan struct{}
+	t     *Ticket
+	index int
+	err   error
+}
+
+// Wait waits for the record's outcome or for ctx.
+func (r *RecordTicket) Wait(ctx context.Context) (RecordAck, error) {
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return RecordAck{}, ctx.Err()
+	}
+	if r.err != nil {
+		return RecordAck{}, r.err
+	}
+	ack, err := r.t.Wait(ctx)
+	if err != nil {
+		return RecordAck{}, err
+	}
+	return RecordAck{SeqNum: ack.Start.SeqNum + uint64(r.index), Batch: ack}, nil
+}
+
+// submitter batches single records into appends with batchfmt.Batcher (linger, records,
+// bytes) and appends them.
+type submitter struct {
+	p       *Producer
+	mu      sync.Mutex
+	b       *batchfmt.Batcher
+	waiting []*RecordTicket // records in the batcher, in order
+	kick    chan struct{}
+}
+
+func (s *submitter) init(p *Producer, cfg batchfmt.BatchingConfig) error {
+	b, err := batchfmt.NewBatcher(cfg)
+	if err != nil {
+		return fmt.Errorf("%w: batching: %w", ErrInvalidConfig, err)
+	}
+	s.p, s.b, s.kick = p, b, make(chan struct{}, 1)
+	return nil
+}
+
+// Submit adds one record to the client-side batch (see Config.Batching). The record is
+// validated at once; the batch is appended when full or when its linger passes, and
+// Submit blocks under backpressure when it completes a batch. The returned ticket gives the
+// record's seq_num and its batch's ack. Records submitted together may share an append
+// with no condition; use Append for match_seq_num or fencing tokens. Submit takes ownership
+// of the record's byte slices until its ticket resolves.
+func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTicket, error) {
+	s := &p.sub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.mu.Lock()
+	closing, fatal := p.closing, p.fatal
+	p.mu.Unlock()
+	if fatal != nil {
+		return nil, fatal
+	}
+	if closing {
+		return nil, ErrClosed
+	}
+	out, err := s.b.Add(rec)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	rt := &RecordTicket{ready: make(chan struct{})}
+	s.waiting = append(s.waiting, rt)
+	for _, in := range out {
+		s.emitLocked(ctx, in, false)
+	}
+	if s.b.Len() > 0 {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return rt, nil
+}
+
+// emitLocked appends one completed batch and hands its ticket to the records' tickets.
+func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, draining bool) {
+	t, err := s.p.append(ctx, in, draining)
+	n := len(in.Records)
+	for i, rt := range s.waiting[:n] {
+		rt.t, rt.index, rt.err = t, i, err
+		close(rt.ready)
+	}
+	s.waiting = s.waiting[n:]
+}
+
+// loop appends batches whose linger has passed.
+func (s *submitter) loop() {
+	defer s.p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-s.p.ctx.Done():
+			timer.Stop()
+			return
+		case <-s.kick:
+		case <-timer.C:
+		}
+		s.mu.Lock()
+		if in, ok := s.b.Poll(); ok {
+			s.emitLocked(s.p.ctx, in, false)
+		}
+		if d, ok := s.b.Deadline(); ok {
+			timer.Reset(time.Until(d))
+		}
+		s.mu.Unlock()
+	}
+}
+
+// flush appends the open client-side batch, if any.
+func (s *submitter) flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in, ok := s.b.Flush(); ok {
+		s.emitLocked(ctx, in, false)
+	}
+	return nil
+}
+
+// abort fails the records still waiting in the batcher.
+func (s *submitter) abort(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Flush()
+	for _, rt := range s.waiting {
+		rt.err = err
+		close(rt.ready)
+	}
+	s.waiting = nil
+}
