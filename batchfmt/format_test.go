@@ -500,3 +500,21 @@ func TestConcurrentCodecs(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseCompression(f *testing.F) {
+	for _, s := range []string{"none", "zstd", "", "ZSTD", "gzip"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCompression(s)
+		if err != nil {
+			if !errors.Is(err, ErrUnknownCompression) {
+				t.Fatalf("error of the wrong class: %v", err)
+			}
+			return
+		}
+		if !c.Valid() || c.String() != s {
+			t.Fatalf("ParseCompression(%q) = %v", s, c)
+		}
+	})
+}
