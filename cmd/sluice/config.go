@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// envPrefix is the prefix of the environment variables that set flags.
+const envPrefix = "SLUICE_"
+
+// envName is the environment variable for a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyConfig fills every flag of cmd that was not given on the command line from the
+// environment, then from the YAML config file. Errors name the flag and where the bad value came
+// from.
+func applyConfig(cmd *cobra.Command) error {
+	fileVals := map[string]any{}
+	path, _ := cmd.Flags().GetString("config")
+	if path == "" {
+		path = os.Getenv(envName("config"))
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		if err := yaml.Unmarshal(data, &fileVals); err != nil {
+			return fmt.Errorf("--config %s: not a YAML map of flag names to values: %w", path, err)
+		}
+		for k := range fileVals {
+			if cmd.Flags().Lookup(k) == nil && !knownElsewhere(cmd, k) {
+				return fmt.Errorf("--config %s: unknown key %q (keys are flag names, e.g. store, listen)", path, k)
+			}
+		}
+	}
+	var errs []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" || f.Name == "help" {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if err := cmd.Flags().Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("invalid value %q for --%s (from %s): %v", v, f.Name, envName(f.Name), err))
+			}
+			return
+		}
+		if v, ok := fileVals[f.Name]; ok {
+			s, err := yamlScalar(v)
+			if err == nil {
+				err = cmd.Flags().Set(f.Name, s)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("invalid value %v for --%s (from --config %s): %v", v, f.Name, path, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// knownElsewhere reports whether a config-file key is a flag of some command, so one file can
+// serve every command.
+func knownElsewhere(cmd *cobra.Command, key string) bool {
+	root := cmd.Root()
+	found := false
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup(key) != nil || c.PersistentFlags().Lookup(key) != nil {
+			found = true
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return found
+}
+
+func yamlScalar(v any) (string, error) {
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(t), nil
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			parts[i] = fmt.Sprint(e)
+		}
+		return strings.Join(parts, ","), nil
+	default:
+		return "", fmt.Errorf("expected a scalar or a list, got %T", v)
+	}
+}
+
+// newLogger builds the process logger from --log-level and --log-format.
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("invalid value %q for --log-level: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("invalid value %q for --log-format: want text or json", format)
+	}
+}
+
+// redactURL hides credentials that a store URL might carry (user info, or query parameters
+// whose names suggest secrets), so that URLs can be logged.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password") {
+			q.Set(k, "REDACTED")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// enumValue is a string flag that accepts only the listed values, so that a bad value is
+// refused when it is set, wherever it came from (flag, environment or config file).
+type enumValue struct {
+	val     *string
+	allowed []string
+}
+
+func newEnum(p *string, def string, allowed ...string) *enumValue {
+	*p = def
+	return &enumValue{val: p, allowed: allowed}
+}
+
+func (e *enumValue) String() string { return *e.val }
+func (e *enumValue) Type() string   { return "string" }
+func (e *enumValue) Set(s string) error {
+	for _, a := range e.allowed {
+		if s == a {
+			*e.val = s
+			return nil
+		}
+	}
+	return fmt.Errorf("want one of %s", strings.Join(e.allowed, ", "))
+}
+
+// storeURL accepts file://./relative/dir, the documented default, by turning it into the
+// plain relative path that objectstore.Open takes.
+func storeURL(raw string) string {
+	if rest, ok := strings.CutPrefix(raw, "file://./"); ok {
+		return "./" + rest
+	}
+	return raw
+}

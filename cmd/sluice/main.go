@@ -1,0 +1,56 @@
+// Command sluice is the command line and the daemon of sluice, an ingest buffer on object storage.
+//
+// Every flag can also be set with an environment variable SLUICE_<FLAG> (upper case, '-' as '_';
+// for example SLUICE_STORE) or in a YAML file named by --config / SLUICE_CONFIG whose keys are the
+// flag names. A flag on the command line wins over the environment, which wins over the file,
+// which wins over the default. S3 credentials come from the standard AWS chain (AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles, ...).
+//
+// This package only wires: flags, configuration, logging and metrics. Queue logic lives in the
+// library packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the process exit code.
+func run(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "sluice:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "sluice:", err)
+	return 1
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return fmt.Sprint(e.err) }
+func (e *exitError) Unwrap() error { return e.err }

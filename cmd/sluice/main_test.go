@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sluiceBin is the binary built once for the end-to-end tests.
+var sluiceBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sluiceBin = filepath.Join(dir, "sluice")
+	out, err := exec.Command("go", "build", "-o", sluiceBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building sluice: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// sluice runs the binary in dir with args, stdin and extra environment.
+func sluice(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sluiceBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running sluice %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{so.String(), se.String(), code}
+}
+
+// cleanEnv is the environment without SLUICE_* variables, so tests are not steered by the
+// developer's shell.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLUICE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// startServe starts `sluice serve` in dir on a free port and returns its base URL. It is
+// stopped with SIGTERM at the end of the test, and must exit 0.
+func startServe(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan string, 1)
+	var logs bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.WriteString(line + "\n")
+			if i := strings.Index(line, `"listen":"`); i >= 0 {
+				rest := line[i+len(`"listen":"`):]
+				select {
+				case addrc <- rest[:strings.IndexByte(rest, '"')]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		<-done
+		if err != nil {
+			t.Errorf("serve exited with %v; logs:\n%s", err, logs.String())
+		}
+	})
+	select {
+	case addr := <-addrc:
+		return "http://" + addr
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not report its address; logs:\n%s", logs.String())
+	}
+	return ""
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeStartsWithNoFlagsInEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	// No --store: the default local directory ./sluice-data must be used and created.
+	base := startServe(t, dir, nil)
+	code, body := httpGet(t, base+"/health")
+	if code != 200 || strings.TrimSpace(body) != "ok" {
+		t.Fatalf("/health = %d %q", code, body)
+	}
+	code, body = httpGet(t, base+"/metrics")
+	if code != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("/metrics = %d, missing go_goroutines:\n%.500s", code, body)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "sluice-data")); err != nil || !st.IsDir() {
+		t.Fatalf("default store directory not created: %v", err)
+	}
+}
+
+func TestBadFlagsAndURLs(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"serve", "--listen", "nonsense"}, nil, "--listen"},
+		{[]string{"serve", "--store", "ftp://x/y"}, nil, "--store"},
+		{[]string{"serve", "--log-level", "loud"}, nil, "--log-level"},
+		{[]string{"serve"}, []string{"SLUICE_LOG_LEVEL=loud"}, "SLUICE_LOG_LEVEL"},
+		{[]string{"serve", "--no-such-flag"}, nil, "no-such-flag"},
+		{[]string{"no-such-command"}, nil, "no-such-command"},
+	}
+	for _, c := range cases {
+		r := sluice(t, dir, "", c.env, c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("sluice %v: exit %d, stderr %q; want non-zero exit naming %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
+func TestConfigFileAndPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("log-level: loud\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sluice(t, dir, "", nil, "serve", "--config", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, "--log-level") || !strings.Contains(r.stderr, cfg) {
+		t.Fatalf("bad value in config file: exit %d stderr %q", r.code, r.stderr)
+	}
+	if err := os.WriteFile(cfg, []byte("no-such-key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = sluice(t, dir, "", nil, "serve", "--config", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, "no-such-key") {
+		t.Fatalf("unknown config key: exit %d stderr %q", r.code, r.stderr)
+	}
+}

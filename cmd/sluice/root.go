@@ -1,0 +1,52 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// defaultStore is where sluice keeps its data when --store is not given.
+const defaultStore = "file://./sluice-data"
+
+// globals are the flags every command has.
+type globals struct {
+	store     string
+	config    string
+	logLevel  string
+	logFormat string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "sluice",
+		Short: "An ingest buffer on object storage",
+		Long: `sluice buffers records on object storage (S3, a local directory, or memory).
+
+Producers append records to streams; each append is acknowledged with its position
+(seq_num, timestamp) once it is durable in the store. Consumers read streams in order from
+any position, follow them live, and track their progress in consumer groups.
+
+Every flag can also be set with an environment variable SLUICE_<FLAG> (upper case, '-' as
+'_', e.g. SLUICE_STORE) or in a YAML file given by --config whose keys are flag names.
+Precedence: command line, then environment, then config file, then default.
+
+Store URLs:
+  file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
+  s3://bucket/prefix?region=R&endpoint=URL&path_style=true
+                                     S3 or an S3-compatible server; credentials from the
+                                     standard AWS chain (AWS_ACCESS_KEY_ID, ...)
+  mem://                             memory (lost on exit; for tests)`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return applyConfig(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.store, "store", defaultStore, "object store URL")
+	pf.StringVar(&g.config, "config", "", "YAML config file whose keys are flag names")
+	pf.Var(newEnum(&g.logLevel, "info", "debug", "info", "warn", "error"), "log-level", "log level: debug, info, warn or error")
+	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
+	root.AddCommand(newServeCmd(g))
+	return root
+}
