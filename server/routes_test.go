@@ -1,0 +1,323 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/server/memtest"
+)
+
+func TestNewValidatesEveryOption(t *testing.T) {
+	_, err := server.New(nil, server.WithBearerToken(""), server.WithMaxBodyBytes(10),
+		server.WithHeartbeatInterval(20*time.Second), server.WithWriteTimeout(0), server.WithLogger(nil))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"backend is nil", "token is empty", "below 1 MiB", "heartbeat interval", "write timeout", "logger is nil"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not report %q", err, want)
+		}
+	}
+	if _, err := server.New(memtest.New(nil)); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	env := startServer(t, withToken("s3cret"))
+	r := env.do(t, "GET", "/v1/basins", nil, nil)
+	expect(t, "no token", r, 401, `{"code":"authn","message":"missing or invalid bearer token"}`)
+	r = env.do(t, "GET", "/v1/basins", map[string]string{"Authorization": "Bearer wrong"}, nil)
+	expect(t, "wrong token", r, 401, "")
+	r = env.do(t, "GET", "/v1/basins", map[string]string{"Authorization": "Bearer s3cret"}, nil)
+	expect(t, "right token", r, 200, "")
+}
+
+func TestBasinRoutes(t *testing.T) {
+	env := startServer(t)
+	r := env.do(t, "POST", "/v1/basins", nil, []byte(`{"basin":"second-basin","config":{"create_stream_on_append":true}}`))
+	expect(t, "create", r, 201, "")
+	var info s2api.BasinInfo
+	mustJSON(t, r.body, &info)
+	if info.Name != "second-basin" {
+		t.Errorf("info %s", r.body)
+	}
+	expect(t, "create again", env.do(t, "POST", "/basins", nil, []byte(`{"basin":"second-basin"}`)), 409, "")
+	expect(t, "bad name", env.do(t, "POST", "/basins", nil, []byte(`{"basin":"Bad"}`)), 422, "")
+	expect(t, "bad json", env.do(t, "POST", "/basins", nil, []byte(`{"basin":`)), 400, "")
+	expect(t, "config", env.do(t, "GET", "/v1/basins/second-basin", nil, nil), 200,
+		`{"create_stream_on_append":true,"create_stream_on_read":false}`)
+	expect(t, "reconfigure", env.do(t, "PATCH", "/v1/basins/second-basin", nil, []byte(`{"create_stream_on_read":true}`)), 200,
+		`{"create_stream_on_append":true,"create_stream_on_read":true}`)
+	expect(t, "ensure existing", env.do(t, "PUT", "/v1/basins/second-basin", nil, nil), 200, "")
+	expect(t, "ensure new", env.do(t, "PUT", "/v1/basins/third-basin", nil, []byte(`{}`)), 201, "")
+	r = env.do(t, "GET", "/v1/basins?limit=2", nil, nil)
+	expect(t, "list", r, 200, "")
+	var l s2api.ListBasinsResponse
+	mustJSON(t, r.body, &l)
+	if len(l.Basins) != 2 || !l.HasMore || l.Basins[0].Name != "second-basin" {
+		t.Errorf("list page %s", r.body)
+	}
+	r = env.do(t, "GET", "/v1/basins?start_after=second-basin", nil, nil)
+	mustJSON(t, r.body, &l)
+	if len(l.Basins) != 2 || l.HasMore || l.Basins[0].Name != "test-basin" {
+		t.Errorf("list after %s", r.body)
+	}
+	expect(t, "delete", env.do(t, "DELETE", "/v1/basins/second-basin", nil, nil), 202, "")
+	expect(t, "delete again", env.do(t, "DELETE", "/v1/basins/second-basin", nil, nil), 404, "")
+	r = env.do(t, "GET", "/v1/basins/second-basin", nil, nil)
+	expect(t, "gone", r, 404, "")
+	if !strings.Contains(string(r.body), `"basin_not_found"`) {
+		t.Errorf("body %s", r.body)
+	}
+}
+
+func TestStreamRoutes(t *testing.T) {
+	env := startServer(t)
+	cfg := `{"storage_class":"standard","retention_policy":{"infinite":{}},"timestamping":{"mode":"arrival","uncapped":true},"delete_on_empty":{"min_age_secs":60}}`
+	r := env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"a/b c","config":`+cfg+`}`))
+	expect(t, "create", r, 201, "")
+	if !hasKeys(r.body, "name", "created_at") {
+		t.Errorf("info %s", r.body)
+	}
+	expect(t, "create again", env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"a/b c"}`)), 409, "")
+	// Percent-encoded names stay one path segment.
+	expect(t, "get config", env.do(t, "GET", "/v1/streams/a%2Fb%20c", nil, nil), 200, cfg)
+	expect(t, "reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"retention_policy":{"age":10},"timestamping":{"mode":"client-prefer"}}`)), 200,
+		`{"storage_class":"standard","retention_policy":{"age":10},"timestamping":{"mode":"client-prefer","uncapped":true},"delete_on_empty":{"min_age_secs":60}}`)
+	expect(t, "bad reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"storage_class":"gold"}`)), 422, "")
+	expect(t, "ensure (SDK body)", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":5}}`)), 201, "")
+	expect(t, "ensure again", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":6}}`)), 200, "")
+	got, _ := env.backend.GetStreamConfig(t.Context(), testBasin, "x")
+	if got.RetentionPolicy.AgeSecs != 6 {
+		t.Errorf("ensure did not reconfigure: %+v", got.RetentionPolicy)
+	}
+	for _, n := range []string{"x2", "y"} {
+		env.createStream(t, n)
+	}
+	r = env.do(t, "GET", "/v1/streams?prefix=x&limit=1", nil, nil)
+	expect(t, "list", r, 200, `{"streams":[{"name":"x","created_at":"`+streamCreated(t, env, "x")+`","deleted_at":null}],"has_more":true}`)
+	r = env.do(t, "GET", "/v1/streams?prefix=x&start_after=x", nil, nil)
+	var l s2api.ListStreamsResponse
+	mustJSON(t, r.body, &l)
+	if len(l.Streams) != 1 || l.Streams[0].Name != "x2" || l.HasMore {
+		t.Errorf("list after %s", r.body)
+	}
+	expect(t, "bad limit", env.do(t, "GET", "/v1/streams?limit=-1", nil, nil), 400, "")
+	expect(t, "delete", env.do(t, "DELETE", "/v1/streams/a%2Fb%20c", nil, nil), 202, "")
+	r = env.do(t, "GET", "/v1/streams/a%2Fb%20c", nil, nil)
+	expect(t, "deleted", r, 404, "")
+	if !strings.Contains(string(r.body), `"stream_not_found"`) {
+		t.Errorf("body %s", r.body)
+	}
+	expect(t, "no basin header", env.do(t, "GET", "/v1/streams", map[string]string{"S2-Basin": "-"}, nil), 400, "")
+	expect(t, "unknown basin", env.do(t, "GET", "/v1/streams", map[string]string{"S2-Basin": "nope-nope"}, nil), 404, "")
+	expect(t, "unknown route", env.do(t, "GET", "/v1/nothing", nil, nil), 404, "")
+	r = env.do(t, "POST", "/v1/streams/x/records/tail", nil, nil)
+	expect(t, "method", r, 405, "")
+	if r.header.Get("Allow") != "GET" {
+		t.Errorf("Allow %q", r.header.Get("Allow"))
+	}
+	expect(t, "bad format", env.do(t, "GET", "/v1/streams/x/records", map[string]string{"S2-Format": "hex"}, nil), 400, "")
+}
+
+func streamCreated(t *testing.T, env *testEnv, name string) string {
+	l, err := env.backend.ListStreams(t.Context(), testBasin, s2api.ListRequest{Prefix: name, Limit: 1})
+	if err != nil || len(l.Streams) == 0 {
+		t.Fatal(err)
+	}
+	return l.Streams[0].CreatedAt.Format(time.RFC3339Nano)
+}
+
+func TestAppendAndErrors(t *testing.T) {
+	env := startServer(t, server.WithMaxBodyBytes(1<<20))
+	env.createStream(t, "s")
+	r := env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"a","headers":[["h","v"]]},{"body":"b","timestamp":5}]}`))
+	expect(t, "append", r, 200, "")
+	var ack s2api.AppendAck
+	mustJSON(t, r.body, &ack)
+	if ack.Start.SeqNum != 0 || ack.End.SeqNum != 2 || ack.Tail != ack.End {
+		t.Errorf("ack %s", r.body)
+	}
+	// base64
+	b64 := base64.StdEncoding.EncodeToString
+	r = env.do(t, "POST", "/v1/streams/s/records", map[string]string{"S2-Format": "base64"},
+		[]byte(`{"records":[{"body":"`+b64([]byte{0, 255})+`","headers":[{"name":"`+b64([]byte("n"))+`","value":"`+b64([]byte{1})+`"}]}]}`))
+	expect(t, "append base64", r, 200, "")
+	// protobuf in, protobuf out
+	in := batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("p")}}}
+	r = env.do(t, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "application/protobuf", "Accept": "application/protobuf"}, s2api.AppendAppendInputProto(nil, &in))
+	if r.status != 200 || r.header.Get("Content-Type") != "application/protobuf" {
+		t.Fatalf("proto append: %d %s", r.status, r.body)
+	}
+	pack, err := s2api.DecodeAppendAckProto(r.body)
+	if err != nil || pack.Start.SeqNum != 3 || pack.End.SeqNum != 4 {
+		t.Fatalf("proto ack %+v %v", pack, err)
+	}
+	stored, err := env.backend.Read(t.Context(), testBasin, "s", s2api.ReadStart{SeqNum: ptr(uint64(2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := stored.Next(t.Context(), server.ReadLimit{Records: 1, Bytes: 1 << 20}, false)
+	if !bytes.Equal(rb.Records[0].Body, []byte{0, 255}) || !bytes.Equal(rb.Records[0].Headers[0].Value, []byte{1}) {
+		t.Errorf("base64 record stored as %+v", rb.Records[0])
+	}
+
+	expect(t, "seq_num mismatch", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"x"}],"match_seq_num":1}`)), 412, `{"seq_num_mismatch":4}`)
+	expect(t, "fence", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"headers":[["","fence"]],"body":"tok"}]}`)), 200, "")
+	expect(t, "fencing mismatch", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"x"}],"fencing_token":"no"}`)), 412, `{"fencing_token_mismatch":"tok"}`)
+	expect(t, "fenced ok", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"x"}],"fencing_token":"tok","match_seq_num":5}`)), 200, "")
+	expect(t, "empty", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[]}`)), 422, "")
+	expect(t, "bad command", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"headers":[["","explode"]]}]}`)), 422, "")
+	expect(t, "long token", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"x"}],"fencing_token":"`+strings.Repeat("t", 49)+`"}`)), 422, "")
+	expect(t, "bad json", env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":1}]}`)), 400, "")
+	expect(t, "bad proto", env.do(t, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "application/protobuf"}, []byte{0x0a, 0x05}), 400, "")
+	expect(t, "too large", env.do(t, "POST", "/v1/streams/s/records", nil, bytes.Repeat([]byte(" "), 1<<20+1)), 413, "")
+	r = env.do(t, "POST", "/v1/streams/missing/records", nil, []byte(`{"records":[{"body":"x"}]}`))
+	expect(t, "missing stream", r, 404, "")
+	if !strings.Contains(string(r.body), "stream_not_found") {
+		t.Errorf("body %s", r.body)
+	}
+	expect(t, "tail", env.do(t, "GET", "/v1/streams/s/records/tail", nil, nil), 200, "")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestAutoCreate(t *testing.T) {
+	env := startServer(t)
+	expect(t, "no auto create", env.do(t, "POST", "/v1/streams/auto/records", nil, []byte(`{"records":[{"body":"x"}]}`)), 404, "")
+	if _, err := env.backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnAppend: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "read does not create", env.do(t, "GET", "/v1/streams/auto/records", nil, nil), 404, "")
+	r := env.do(t, "POST", "/v1/streams/auto/records", map[string]string{"S2-Stream-Config": `{"retention_policy":{"age":99}}`}, []byte(`{"records":[{"body":"x"}]}`))
+	expect(t, "create on append", r, 200, "")
+	cfg, err := env.backend.GetStreamConfig(t.Context(), testBasin, "auto")
+	if err != nil || cfg.RetentionPolicy.AgeSecs != 99 {
+		t.Errorf("auto-created config %+v %v", cfg, err)
+	}
+	if _, err := env.backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnRead: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "create on read", env.do(t, "GET", "/v1/streams/auto2/records", nil, nil), 200, `{"records":[],"tail":{"seq_num":0,"timestamp":0}}`)
+}
+
+func TestUnaryRead(t *testing.T) {
+	env := startServer(t)
+	env.createStream(t, "s")
+	in := batchfmt.AppendInput{}
+	for i := 0; i < 10; i++ {
+		in.Records = append(in.Records, batchfmt.Record{Body: []byte{'a' + byte(i)}, Timestamp: uint64(100 + 10*i), HasTimestamp: true})
+	}
+	if _, err := env.backend.Append(t.Context(), testBasin, "s", in); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(path string, hdr map[string]string) []uint64 {
+		t.Helper()
+		r := env.do(t, "GET", path, hdr, nil)
+		expect(t, path, r, 200, "")
+		rb, err := s2api.DecodeReadBatchJSON(r.body, s2api.FormatRaw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rb.Tail == nil || rb.Tail.SeqNum < 10 {
+			t.Errorf("%s: tail %+v", path, rb.Tail)
+		}
+		var out []uint64
+		for _, rec := range rb.Records {
+			out = append(out, rec.SeqNum)
+		}
+		return out
+	}
+	check := func(path string, want ...uint64) {
+		t.Helper()
+		got := seqs("/v1/streams/s/records?"+path, nil)
+		if len(got) != len(want) || (len(want) > 0 && (got[0] != want[0] || got[len(got)-1] != want[len(want)-1])) {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	}
+	check("seq_num=0", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	check("seq_num=3&count=2", 3, 4)
+	check("timestamp=125&count=1", 3)
+	check("tail_offset=2", 8, 9)
+	check("")
+	check("seq_num=0&until=130", 0, 1, 2)
+	check("seq_num=0&bytes=18", 0, 1) // 9 bytes each
+	check("seq_num=10")
+	check("seq_num=11&clamp=true")
+	r := env.do(t, "GET", "/v1/streams/s/records?seq_num=11", nil, nil)
+	expect(t, "416", r, 416, `{"tail":{"seq_num":10,"timestamp":190}}`)
+	expect(t, "two starts", env.do(t, "GET", "/v1/streams/s/records?seq_num=1&tail_offset=1", nil, nil), 422, "")
+	expect(t, "bad query", env.do(t, "GET", "/v1/streams/s/records?count=many", nil, nil), 400, "")
+	// protobuf
+	r = env.do(t, "GET", "/v1/streams/s/records?seq_num=9", map[string]string{"Accept": "application/protobuf"}, nil)
+	rb, err := s2api.DecodeReadBatchProto(r.body)
+	if r.status != 200 || err != nil || len(rb.Records) != 1 || string(rb.Records[0].Body) != "j" || rb.Tail.SeqNum != 10 {
+		t.Errorf("proto read %d %+v %v", r.status, rb, err)
+	}
+	// base64
+	r = env.do(t, "GET", "/v1/streams/s/records?seq_num=9", map[string]string{"S2-Format": "base64"}, nil)
+	if !strings.Contains(string(r.body), `"body":"ag=="`) {
+		t.Errorf("base64 read %s", r.body)
+	}
+	// Long poll: the read waits for the record appended while it waits (or finds it at once).
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var got []uint64
+	go func() {
+		defer wg.Done()
+		got = seqs("/v1/streams/s/records?seq_num=10&wait=20", nil)
+	}()
+	time.Sleep(20 * time.Millisecond) // not needed for correctness: either order gives one record
+	env.appendN(t, "s", 1)
+	wg.Wait()
+	if len(got) != 1 || got[0] != 10 {
+		t.Errorf("long poll got %v", got)
+	}
+}
+
+func TestErrorsFromBackendAreMapped(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{s2api.ErrUnavailable, 503, "unavailable"},
+		{errors.Join(errors.New("disk"), s2api.ErrStorage), 500, "storage"},
+		{s2api.Errorf(s2api.CodeTransactionConflict, "again"), 409, "transaction_conflict"},
+		{errors.New("boom"), 500, "other"},
+	} {
+		srv, err := server.New(failing{err: c.err})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/v1/streams/x/records/tail", nil)
+		req.Header.Set("S2-Basin", testBasin)
+		srv.ServeHTTP(rec, req)
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), `"code":"`+c.code+`"`) {
+			t.Errorf("%v: %d %s", c.err, rec.Code, rec.Body.String())
+		}
+		_ = srv.Close()
+	}
+}
+
+// failing is a Backend whose CheckTail fails with err; it is only asked for the tail.
+type failing struct {
+	server.Backend
+	err error
+}
+
+func (f failing) CheckTail(context.Context, string, string) (s2api.StreamPosition, error) {
+	return s2api.StreamPosition{}, f.err
+}
