@@ -61,11 +61,17 @@ func (l Location) S3Config() S3Config {
 func (l Location) String() string {
 	switch l.Scheme {
 	case "mem":
-		return "mem://" + escapePath(l.Prefix)
+		if l.Prefix == "" {
+			return "mem://"
+		}
+		return "mem:///" + escapePath(l.Prefix)
 	case "file":
 		dir := l.Dir
 		if !filepath.IsAbs(dir) {
-			return dir
+			if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
+				return dir
+			}
+			return "./" + dir
 		}
 		return "file://" + escapePath(filepath.ToSlash(dir))
 	case "s3":
