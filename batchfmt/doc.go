@@ -89,6 +89,30 @@
 // and only then decompresses (into a buffer of exactly the declared size: a zstd frame that
 // inflates beyond it fails) and walks the appends and records.
 //
+// # Encoding and decoding
+//
+// Encoder.Add validates each append as AppendInput.Validate does and copies it into one
+// buffer (no allocation per record); Finish writes the header, compresses if configured
+// and appends the CRC. Decode returns a Batch that aliases its input when stored
+// uncompressed; a Decoder reuses its decompression buffer across objects. zstd uses one
+// process-wide encoder and decoder (see zstd.go), at level SpeedFastest.
+//
+// Limits: a record's metered size fits the seeds' 3-byte metered-size field (an append is
+// at most 1 MiB anyway); an object's payload is at most MaxObjectBytes (1 GiB), which also
+// bounds what Decode will allocate for a compressed object.
+//
+// # Performance
+//
+// BenchmarkRatio runs each operation interleaved with its baseline (a plain copy of the same
+// bytes when uncompressed, zstd EncodeAll/DecodeAll of the same payload when compressed).
+// zstd paths reach 0.87-1.1 of their baseline for 1 KiB and 64 KiB bodies. The uncompressed
+// paths are bounded by the CRC32C the format requires: Go's SSE4.2 CRC32C runs at about
+// 21 GB/s, against about 30 GB/s for a copy of a cache-warm 1 MiB, so copy+CRC (encode) cannot
+// pass ~0.6 of a copy and CRC alone (decode) ~0.7; with 64 KiB bodies they measure 0.76
+// (encode) and ~1.0 (decode), with 1 KiB bodies, where each record's header costs a cache
+// miss and a parse (Decode checks every record before returning, then the Iterator parses
+// it again), about 0.4 and 0.45.
+//
 // # Test vectors
 //
 // testdata/*.hex pin the bytes of known objects; a change of format fails TestVectors.
