@@ -1,0 +1,581 @@
+// Package engine runs many streams of one object store for the daemon: it creates, lists,
+// reconfigures and deletes streams and basins (laid out by package catalog), keeps one shared
+// producer per stream that is being appended to, and answers tail and read requests.
+//
+// An Engine is what `sluice serve` serves. Its S2 method returns the server.Backend that S2's
+// HTTP API is built on. Library users who embed a producer or consumer do not need it.
+//
+// Producers are opened lazily on the first append to a stream and closed (drained) after
+// IdleTimeout without appends, when the stream is deleted, and on Close. Several engines (on
+// several machines) may serve the same store at once: every change goes through the manifest's
+// conditional writes, so they never lose each other's writes.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/producer"
+)
+
+// Config configures an Engine. Start from DefaultConfig.
+type Config struct {
+	// Store holds every stream. Required.
+	Store objectstore.Store
+	// Producer is the template for the per-stream producers; its ObjectStore, ManifestPath,
+	// DataPathPrefix, CreateStream, Logger and Registerer are set by the engine.
+	Producer producer.Config
+	// IdleTimeout closes a stream's producer after this long without appends. Must be > 0.
+	IdleTimeout time.Duration
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the engine's metrics (per-stream producers' metrics are not
+	// registered, since many come and go). Default nil.
+	Registerer prometheus.Registerer
+	// Now is the engine's clock. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults: producers with the seeds' defaults but a 10 ms
+// flush interval (an HTTP append waits for its commit, so the daemon favours latency), and a
+// one-minute idle timeout.
+func DefaultConfig() Config {
+	pc := producer.DefaultConfig()
+	pc.FlushInterval = 10 * time.Millisecond
+	return Config{
+		Producer:    pc,
+		IdleTimeout: time.Minute,
+		Logger:      slog.New(slog.DiscardHandler),
+		Now:         time.Now,
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("engine: Store is nil"))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("engine: IdleTimeout %v must be positive", c.IdleTimeout))
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("engine: Logger is nil"))
+	}
+	if c.Now == nil {
+		errs = append(errs, errors.New("engine: Now is nil"))
+	}
+	pc := c.producerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"})
+	if err := pc.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("engine: Producer: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) producerConfig(st catalog.Stream) producer.Config {
+	pc := c.Producer
+	pc.ObjectStore = c.Store
+	pc.ManifestPath = st.ManifestPath
+	pc.DataPathPrefix = st.DataPrefix
+	pc.CreateStream = false
+	if c.Logger != nil {
+		pc.Logger = c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
+	}
+	pc.Registerer = nil
+	pc.Now = c.Now
+	return pc
+}
+
+// Sentinel errors.
+var (
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("engine: closed")
+	// ErrBasinNotFound: the basin has no marker object.
+	ErrBasinNotFound = errors.New("engine: basin not found")
+	// ErrBasinExists: CreateBasin found the basin.
+	ErrBasinExists = errors.New("engine: basin already exists")
+)
+
+// Engine serves many streams of one store. Its methods are safe for concurrent use.
+type Engine struct {
+	cfg Config
+
+	mu        sync.Mutex
+	producers map[streamKey]*openProducer
+	closed    bool
+
+	quit    chan struct{}
+	janitor sync.WaitGroup // the idle-closing loop
+	closers sync.WaitGroup // producers being closed in the background
+
+	metrics *metrics
+}
+
+type streamKey struct{ basin, name string }
+
+type openProducer struct {
+	p        *producer.Producer
+	st       catalog.Stream
+	lastUsed time.Time
+	inFlight int
+}
+
+// New starts an engine. Close it to drain its producers.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:       cfg,
+		producers: make(map[streamKey]*openProducer),
+		quit:      make(chan struct{}),
+		metrics:   newMetrics(cfg.Registerer),
+	}
+	e.janitor.Add(1)
+	go e.closeIdle()
+	return e, nil
+}
+
+// Store is the engine's store.
+func (e *Engine) Store() objectstore.Store { return e.cfg.Store }
+
+// closeIdle closes producers idle for longer than IdleTimeout, until Close.
+func (e *Engine) closeIdle() {
+	defer e.janitor.Done()
+	t := time.NewTicker(max(e.cfg.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-t.C:
+		}
+		now := e.cfg.Now()
+		var idle []*openProducer
+		e.mu.Lock()
+		for k, op := range e.producers {
+			if op.inFlight == 0 && now.Sub(op.lastUsed) >= e.cfg.IdleTimeout {
+				idle = append(idle, op)
+				delete(e.producers, k)
+			}
+		}
+		e.mu.Unlock()
+		for _, op := range idle {
+			e.closeProducer(op)
+		}
+	}
+}
+
+// closeAsync closes op in the background; Close waits for it.
+func (e *Engine) closeAsync(op *openProducer) {
+	e.closers.Add(1)
+	go func() {
+		defer e.closers.Done()
+		e.closeProducer(op)
+	}()
+}
+
+func (e *Engine) closeProducer(op *openProducer) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := op.p.Close(ctx); err != nil {
+		e.cfg.Logger.Warn("closing producer", slog.String("stream", op.st.Name), slog.Any("err", err))
+	}
+	e.metrics.openProducers.Dec()
+}
+
+// Close stops the engine: it drains and closes every producer (appends already accepted are
+// committed or fail), and waits for its goroutines.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	ps := e.producers
+	e.producers = nil
+	e.mu.Unlock()
+	close(e.quit)
+	e.janitor.Wait()
+	defer e.closers.Wait()
+	var errs []error
+	for _, op := range ps {
+		if err := op.p.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("engine: closing producer of %q: %w", op.st.Name, err))
+		}
+		e.metrics.openProducers.Dec()
+	}
+	return errors.Join(errs...)
+}
+
+// Locate validates the names and returns where the stream lives.
+func (e *Engine) Locate(basin, name string) (catalog.Stream, error) {
+	return catalog.Locate(basin, name)
+}
+
+// BasinInfo is what a basin's marker object holds.
+type BasinInfo struct {
+	Name      string          `json:"name"`
+	CreatedAt time.Time       `json:"created_at"`
+	Config    json.RawMessage `json:"config,omitempty"` // the API layer's basin config, opaque here
+}
+
+// CreateBasin writes the basin's marker, create-only.
+func (e *Engine) CreateBasin(ctx context.Context, name string, config json.RawMessage) (BasinInfo, error) {
+	if err := catalog.ValidateBasinName(name); err != nil {
+		return BasinInfo{}, err
+	}
+	info := BasinInfo{Name: name, CreatedAt: e.cfg.Now().UTC().Truncate(time.Millisecond), Config: config}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return BasinInfo{}, err
+	}
+	_, err = objectstore.PutBytes(ctx, e.cfg.Store, catalog.BasinMarker(name), data, objectstore.IfAbsent())
+	switch {
+	case errors.Is(err, objectstore.ErrPreconditionFailed):
+		return BasinInfo{}, fmt.Errorf("%w: %q", ErrBasinExists, name)
+	case errors.Is(err, objectstore.ErrOutcomeUnknown):
+		// Read it back: if the marker holds what we wrote, the create took effect.
+		got, gerr := e.Basin(ctx, name)
+		if gerr == nil && got.CreatedAt.Equal(info.CreatedAt) && string(got.Config) == string(info.Config) {
+			return got, nil
+		}
+		return BasinInfo{}, err
+	case err != nil:
+		return BasinInfo{}, err
+	}
+	return info, nil
+}
+
+// Basin reads a basin's marker.
+func (e *Engine) Basin(ctx context.Context, name string) (BasinInfo, error) {
+	if err := catalog.ValidateBasinName(name); err != nil {
+		return BasinInfo{}, err
+	}
+	data, _, err := objectstore.ReadAll(ctx, e.cfg.Store, catalog.BasinMarker(name))
+	if errors.Is(err, objectstore.ErrNotFound) {
+		return BasinInfo{}, fmt.Errorf("%w: %q", ErrBasinNotFound, name)
+	}
+	if err != nil {
+		return BasinInfo{}, err
+	}
+	var info BasinInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return BasinInfo{}, fmt.Errorf("engine: basin marker %q is corrupt: %w", catalog.BasinMarker(name), err)
+	}
+	return info, nil
+}
+
+// SetBasinConfig replaces a basin's config, conditionally on the marker's version.
+func (e *Engine) SetBasinConfig(ctx context.Context, name string, update func(old json.RawMessage) (json.RawMessage, error)) (BasinInfo, error) {
+	key := catalog.BasinMarker(name)
+	b := manifest.DefaultBackoff()
+	for attempt := 0; ; attempt++ {
+		data, oi, err := objectstore.ReadAll(ctx, e.cfg.Store, key)
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return BasinInfo{}, fmt.Errorf("%w: %q", ErrBasinNotFound, name)
+		}
+		if err != nil {
+			return BasinInfo{}, err
+		}
+		var info BasinInfo
+		if err := json.Unmarshal(data, &info); err != nil {
+			return BasinInfo{}, fmt.Errorf("engine: basin marker %q is corrupt: %w", key, err)
+		}
+		if info.Config, err = update(info.Config); err != nil {
+			return BasinInfo{}, err
+		}
+		out, err := json.Marshal(info)
+		if err != nil {
+			return BasinInfo{}, err
+		}
+		_, err = objectstore.PutBytes(ctx, e.cfg.Store, key, out, objectstore.IfMatch(oi.Version))
+		if err == nil {
+			return info, nil
+		}
+		if !errors.Is(err, objectstore.ErrPreconditionFailed) && !errors.Is(err, objectstore.ErrOutcomeUnknown) {
+			return BasinInfo{}, err
+		}
+		// Lost a race, or don't know: re-read and apply again (the update is idempotent: it
+		// sets the config it is given).
+		if err := b.Sleep(ctx, attempt); err != nil {
+			return BasinInfo{}, err
+		}
+	}
+}
+
+// ListBasins lists basins by name.
+func (e *Engine) ListBasins(ctx context.Context, prefix, startAfter string, limit int) ([]BasinInfo, bool, error) {
+	names, more, err := catalog.ListBasins(ctx, e.cfg.Store, prefix, startAfter, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]BasinInfo, 0, len(names))
+	for _, n := range names {
+		info, err := e.Basin(ctx, n)
+		if errors.Is(err, ErrBasinNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, info)
+	}
+	return out, more, nil
+}
+
+// DeleteBasin deletes every stream of the basin and then its marker.
+func (e *Engine) DeleteBasin(ctx context.Context, name string) error {
+	if _, err := e.Basin(ctx, name); err != nil {
+		return err
+	}
+	for {
+		streams, more, err := catalog.ListStreams(ctx, e.cfg.Store, name, "", "", 100)
+		if err != nil {
+			return err
+		}
+		for _, st := range streams {
+			if err := e.DeleteStream(ctx, name, st.Name); err != nil && !errors.Is(err, manifest.ErrNotExist) {
+				return err
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return e.cfg.Store.Delete(ctx, catalog.BasinMarker(name))
+}
+
+// requireBasin checks that a basin exists (no-op for the root namespace).
+func (e *Engine) requireBasin(ctx context.Context, basin string) error {
+	if basin == "" {
+		return nil
+	}
+	_, err := e.Basin(ctx, basin)
+	return err
+}
+
+// CreateStream creates a stream with cfg. manifest.ErrExists if it exists.
+func (e *Engine) CreateStream(ctx context.Context, basin, name string, cfg manifest.Config) (*manifest.Snapshot, error) {
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.requireBasin(ctx, basin); err != nil {
+		return nil, err
+	}
+	return manifest.Create(ctx, e.cfg.Store, st.ManifestPath, cfg, e.cfg.Now())
+}
+
+// Stream loads a stream's manifest. manifest.ErrNotExist if there is none; ErrBasinNotFound
+// when the basin itself is missing.
+func (e *Engine) Stream(ctx context.Context, basin, name string) (*manifest.Snapshot, error) {
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := manifest.Load(ctx, e.cfg.Store, st.ManifestPath)
+	if errors.Is(err, manifest.ErrNotExist) {
+		if berr := e.requireBasin(ctx, basin); berr != nil {
+			return nil, berr
+		}
+	}
+	return snap, err
+}
+
+// Reconfigure changes a stream's config with fn.
+func (e *Engine) Reconfigure(ctx context.Context, basin, name string, fn func(*manifest.Config) error) (*manifest.Snapshot, error) {
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := manifest.Update(ctx, e.cfg.Store, st.ManifestPath, func(s *manifest.State) error {
+		c := s.Config
+		if err := fn(&c); err != nil {
+			return err
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		if c == s.Config {
+			return manifest.ErrNoChange
+		}
+		s.Config = c
+		return nil
+	})
+	if errors.Is(err, manifest.ErrNotExist) {
+		if berr := e.requireBasin(ctx, basin); berr != nil {
+			return nil, berr
+		}
+	}
+	return snap, err
+}
+
+// ListStreams lists a basin's streams ("" = the root namespace).
+func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter string, limit int) ([]catalog.Stream, bool, error) {
+	if err := e.requireBasin(ctx, basin); err != nil {
+		return nil, false, err
+	}
+	return catalog.ListStreams(ctx, e.cfg.Store, basin, prefix, startAfter, limit)
+}
+
+// DeleteStream deletes a stream: its manifest first (so readers and producers see it gone at
+// once), then its batch and segment objects. A producer of this engine for the stream is
+// closed; producers elsewhere fail their next commit with manifest.ErrNotExist. Objects a
+// producer elsewhere uploads afterwards are unreferenced and left to the collector's grace
+// period... of a later stream of the same name; see package gc.
+func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return err
+	}
+	if _, err := e.Stream(ctx, basin, name); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	op := e.producers[streamKey{basin, name}]
+	delete(e.producers, streamKey{basin, name})
+	e.mu.Unlock()
+	if err := e.cfg.Store.Delete(ctx, st.ManifestPath); err != nil {
+		return err
+	}
+	if op != nil {
+		e.closeAsync(op) // its pending commits fail: the manifest is gone
+	}
+	for _, prefix := range []string{st.DataPrefix + "/", manifest.SegmentPrefix(st.ManifestPath)} {
+		err := objectstore.ListAll(ctx, e.cfg.Store, prefix, func(o objectstore.ObjectInfo) error {
+			return e.cfg.Store.Delete(ctx, o.Key)
+		})
+		if err != nil {
+			return fmt.Errorf("engine: stream %q deleted, but removing its objects failed (the collector will retry): %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Tail returns a stream's tail.
+func (e *Engine) Tail(ctx context.Context, basin, name string) (manifest.Position, error) {
+	snap, err := e.Stream(ctx, basin, name)
+	if err != nil {
+		return manifest.Position{}, err
+	}
+	return snap.State.Tail, nil
+}
+
+// Append appends in to a stream through the stream's shared producer and waits for its ack.
+func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.AppendInput) (producer.Ack, error) {
+	for attempt := 0; ; attempt++ {
+		op, err := e.acquire(ctx, basin, name)
+		if err != nil {
+			return producer.Ack{}, err
+		}
+		ack, err := op.p.AppendSync(ctx, in)
+		e.release(op)
+		if err != nil && attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
+			// The stream was deleted and created again under this producer, or the producer
+			// was closed for idleness meanwhile: open a fresh one and try once more.
+			e.evict(basin, name, op)
+			continue
+		}
+		if errors.Is(err, manifest.ErrNotExist) {
+			e.evict(basin, name, op)
+		}
+		return ack, err
+	}
+}
+
+// acquire returns the stream's producer, opening it if needed, and marks it in use.
+func (e *Engine) acquire(ctx context.Context, basin, name string) (*openProducer, error) {
+	key := streamKey{basin, name}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if op, ok := e.producers[key]; ok {
+		op.inFlight++
+		op.lastUsed = e.cfg.Now()
+		e.mu.Unlock()
+		return op, nil
+	}
+	e.mu.Unlock()
+
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := producer.New(ctx, e.cfg.producerConfig(st))
+	if err != nil {
+		if errors.Is(err, manifest.ErrNotExist) {
+			if berr := e.requireBasin(ctx, basin); berr != nil {
+				return nil, berr
+			}
+		}
+		return nil, err
+	}
+	e.metrics.openProducers.Inc() // every producer opened is closed through closeProducer
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		e.closeAsync(&openProducer{p: p, st: st})
+		return nil, ErrClosed
+	}
+	if op, ok := e.producers[key]; ok { // another request won the race
+		e.closeAsync(&openProducer{p: p, st: st})
+		op.inFlight++
+		op.lastUsed = e.cfg.Now()
+		return op, nil
+	}
+	op := &openProducer{p: p, st: st, lastUsed: e.cfg.Now(), inFlight: 1}
+	e.producers[key] = op
+	return op, nil
+}
+
+func (e *Engine) release(op *openProducer) {
+	e.mu.Lock()
+	op.inFlight--
+	op.lastUsed = e.cfg.Now()
+	e.mu.Unlock()
+}
+
+// evict drops op from the cache (if it is still the cached one) and closes it.
+func (e *Engine) evict(basin, name string, op *openProducer) {
+	e.mu.Lock()
+	cur, ok := e.producers[streamKey{basin, name}]
+	if ok && cur == op {
+		delete(e.producers, streamKey{basin, name})
+	}
+	e.mu.Unlock()
+	if ok && cur == op {
+		e.closeAsync(op)
+	}
+}
+
+type metrics struct {
+	openProducers prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		openProducers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "sluice", Subsystem: "engine", Name: "open_producers",
+			Help: "Streams with an open producer in this daemon.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.openProducers)
+	}
+	return m
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+)
+
+// S2 returns the engine as the backend of S2's HTTP API.
+func (e *Engine) S2() server.Backend { return &s2Backend{e: e} }
+
+type s2Backend struct{ e *Engine }
+
+var _ server.Backend = (*s2Backend)(nil)
+
+// apiError maps the engine's errors to S2's error classes.
+func apiError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var sm *manifest.SeqNumMismatchError
+	var fm *manifest.FencingTokenMismatchError
+	switch {
+	case errors.As(err, &sm):
+		return &s2api.SeqNumMismatchError{Expected: sm.Expected}
+	case errors.As(err, &fm):
+		return &s2api.FencingTokenMismatchError{Actual: fm.Actual}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, batchfmt.ErrInvalid):
+		return err
+	case errors.Is(err, ErrBasinNotFound):
+		return &s2api.Error{Code: s2api.CodeBasinNotFound, Message: err.Error(), Err: err}
+	case errors.Is(err, manifest.ErrNotExist):
+		return &s2api.Error{Code: s2api.CodeStreamNotFound, Message: "stream not found", Err: err}
+	case errors.Is(err, ErrBasinExists), errors.Is(err, manifest.ErrExists):
+		return &s2api.Error{Code: s2api.CodeResourceAlreadyExists, Message: err.Error(), Err: err}
+	case errors.Is(err, catalog.ErrInvalidName), errors.Is(err, manifest.ErrInvalidConfig), errors.Is(err, manifest.ErrTimestampRequired):
+		return &s2api.Error{Code: s2api.CodeInvalid, Message: err.Error(), Err: err}
+	case errors.Is(err, ErrClosed), errors.Is(err, producer.ErrClosed):
+		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the server is shutting down", Err: err}
+	case errors.Is(err, objectstore.ErrOutcomeUnknown), errors.Is(err, manifest.ErrOutcomeUnknown):
+		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the outcome of a storage write is unknown; retry", Err: err}
+	case errors.Is(err, manifest.ErrCorrupt), errors.Is(err, batchfmt.ErrCorrupt):
+		return &s2api.Error{Code: s2api.CodeStorage, Message: err.Error(), Err: err}
+	}
+	var oe *objectstore.OpError
+	if errors.As(err, &oe) {
+		return &s2api.Error{Code: s2api.CodeStorage, Message: "storage error", Err: err}
+	}
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// streamConfig renders a manifest config as S2's stream config, every field filled in.
+func streamConfig(c manifest.Config) s2api.StreamConfig {
+	rp := s2api.RetentionPolicy{Infinite: c.Retention.Infinite, AgeSecs: c.Retention.AgeSecs}
+	return s2api.StreamConfig{
+		StorageClass:    ptr(s2api.StorageClassExpress),
+		RetentionPolicy: &rp,
+		Timestamping:    &s2api.TimestampingConfig{Mode: ptr(c.Timestamping.Mode.String()), Uncapped: ptr(c.Timestamping.Uncapped)},
+		DeleteOnEmpty:   &s2api.DeleteOnEmptyConfig{MinAgeSecs: ptr(c.DeleteOnEmpty.MinAgeSecs)},
+	}
+}
+
+// applyStreamConfig changes c by the fields that r gives. storage_class is accepted and
+// ignored: sluice's latency is the store's.
+func applyStreamConfig(c *manifest.Config, r s2api.StreamConfig) error {
+	if p := r.RetentionPolicy; p != nil {
+		c.Retention = manifest.Retention{Infinite: p.Infinite, AgeSecs: p.AgeSecs}
+	}
+	if t := r.Timestamping; t != nil {
+		if t.Mode != nil {
+			m, err := manifest.ParseTimestampingMode(*t.Mode)
+			if err != nil {
+				return err
+			}
+			c.Timestamping.Mode = m
+		}
+		if t.Uncapped != nil {
+			c.Timestamping.Uncapped = *t.Uncapped
+		}
+	}
+	if d := r.DeleteOnEmpty; d != nil && d.MinAgeSecs != nil {
+		c.DeleteOnEmpty.MinAgeSecs = *d.MinAgeSecs
+	}
+	return c.Validate()
+}
+
+func basinConfig(info BasinInfo) (s2api.BasinConfig, error) {
+	var cfg s2api.BasinConfig
+	if len(info.Config) > 0 {
+		if err := json.Unmarshal(info.Config, &cfg); err != nil {
+			return cfg, fmt.Errorf("engine: basin %q has a corrupt config: %w", info.Name, err)
+		}
+	}
+	return cfg, nil
+}
+
+func (b *s2Backend) CreateBasin(ctx context.Context, name string, cfg s2api.BasinConfig) (s2api.BasinInfo, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return s2api.BasinInfo{}, err
+	}
+	info, err := b.e.CreateBasin(ctx, name, raw)
+	if err != nil {
+		return s2api.BasinInfo{}, apiError(err)
+	}
+	return s2api.BasinInfo{Name: info.Name, CreatedAt: info.CreatedAt}, nil
+}
+
+func (b *s2Backend) ListBasins(ctx context.Context, req s2api.ListRequest) (s2api.ListBasinsResponse, error) {
+	infos, more, err := b.e.ListBasins(ctx, req.Prefix, req.StartAfter, req.Limit)
+	if err != nil {
+		return s2api.ListBasinsResponse{}, apiError(err)
+	}
+	out := s2api.ListBasinsResponse{Basins: make([]s2api.BasinInfo, 0, len(infos)), HasMore: more}
+	for _, i := range infos {
+		out.Basins = append(out.Basins, s2api.BasinInfo{Name: i.Name, CreatedAt: i.CreatedAt})
+	}
+	return out, nil
+}
+
+func (b *s2Backend) GetBasinConfig(ctx context.Context, name string) (s2api.BasinConfig, error) {
+	info, err := b.e.Basin(ctx, name)
+	if err != nil {
+		return s2api.BasinConfig{}, apiError(err)
+	}
+	cfg, err := basinConfig(info)
+	return cfg, apiError(err)
+}
+
+func (b *s2Backend) ReconfigureBasin(ctx context.Context, name string, r s2api.BasinReconfiguration) (s2api.BasinConfig, error) {
+	var out s2api.BasinConfig
+	_, err := b.e.SetBasinConfig(ctx, name, func(old json.RawMessage) (json.RawMessage, error) {
+		cfg, err := basinConfig(BasinInfo{Name: name, Config: old})
+		if err != nil {
+			return nil, err
+		}
+		out = r.Apply(cfg)
+		return json.Marshal(out)
+	})
+	return out, apiError(err)
+}
+
+func (b *s2Backend) DeleteBasin(ctx context.Context, name string) error {
+	return apiError(b.e.DeleteBasin(ctx, name))
+}
+
+func (b *s2Backend) createStream(ctx context.Context, basin, stream string, cfg s2api.StreamConfig) (*manifest.Snapshot, error) {
+	binfo, err := b.e.Basin(ctx, basin)
+	if err != nil {
+		return nil, err
+	}
+	bcfg, err := basinConfig(binfo)
+	if err != nil {
+		return nil, err
+	}
+	mc := manifest.DefaultConfig()
+	if bcfg.DefaultStreamConfig != nil {
+		if err := applyStreamConfig(&mc, *bcfg.DefaultStreamConfig); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyStreamConfig(&mc, cfg); err != nil {
+		return nil, err
+	}
+	return b.e.CreateStream(ctx, basin, stream, mc)
+}
+
+func (b *s2Backend) CreateStream(ctx context.Context, basin, stream string, cfg s2api.StreamConfig) (s2api.StreamInfo, error) {
+	snap, err := b.createStream(ctx, basin, stream, cfg)
+	if err != nil {
+		return s2api.StreamInfo{}, apiError(err)
+	}
+	return streamInfo(stream, snap.State), nil
+}
+
+func streamInfo(name string, st *manifest.State) s2api.StreamInfo {
+	return s2api.StreamInfo{Name: name, CreatedAt: time.UnixMilli(int64(st.CreatedMs)).UTC()}
+}
+
+func (b *s2Backend) ListStreams(ctx context.Context, basin string, req s2api.ListRequest) (s2api.ListStreamsResponse, error) {
+	streams, more, err := b.e.ListStreams(ctx, basin, req.Prefix, req.StartAfter, req.Limit)
+	if err != nil {
+		return s2api.ListStreamsResponse{}, apiError(err)
+	}
+	out := s2api.ListStreamsResponse{Streams: make([]s2api.StreamInfo, 0, len(streams)), HasMore: more}
+	for _, st := range streams {
+		snap, err := manifest.Load(ctx, b.e.cfg.Store, st.ManifestPath)
+		if errors.Is(err, manifest.ErrNotExist) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return s2api.ListStreamsResponse{}, apiError(err)
+		}
+		out.Streams = append(out.Streams, streamInfo(st.Name, snap.State))
+	}
+	return out, nil
+}
+
+func (b *s2Backend) GetStreamConfig(ctx context.Context, basin, stream string) (s2api.StreamConfig, error) {
+	snap, err := b.e.Stream(ctx, basin, stream)
+	if err != nil {
+		return s2api.StreamConfig{}, apiError(err)
+	}
+	return streamConfig(snap.State.Config), nil
+}
+
+func (b *s2Backend) ReconfigureStream(ctx context.Context, basin, stream string, r s2api.StreamConfig) (s2api.StreamConfig, error) {
+	snap, err := b.e.Reconfigure(ctx, basin, stream, func(c *manifest.Config) error {
+		return applyStreamConfig(c, r)
+	})
+	if err != nil {
+		return s2api.StreamConfig{}, apiError(err)
+	}
+	return streamConfig(snap.State.Config), nil
+}
+
+func (b *s2Backend) DeleteStream(ctx context.Context, basin, stream string) error {
+	return apiError(b.e.DeleteStream(ctx, basin, stream))
+}
+
+func (b *s2Backend) Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (s2api.AppendAck, error) {
+	ack, err := b.e.Append(ctx, basin, stream, in)
+	if errors.Is(err, manifest.ErrNotExist) {
+		if created, cerr := b.autoCreate(ctx, basin, stream, func(c s2api.BasinConfig) bool { return c.CreateStreamOnAppend }); cerr != nil {
+			return s2api.AppendAck{}, apiError(cerr)
+		} else if created {
+			ack, err = b.e.Append(ctx, basin, stream, in)
+		}
+	}
+	if err != nil {
+		return s2api.AppendAck{}, apiError(err)
+	}
+	return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
+}
+
+// autoCreate creates a missing stream when the basin's setting (want) allows it. It reports
+// whether the stream now exists.
+func (b *s2Backend) autoCreate(ctx context.Context, basin, stream string, want func(s2api.BasinConfig) bool) (bool, error) {
+	info, err := b.e.Basin(ctx, basin)
+	if err != nil {
+		return false, err
+	}
+	cfg, err := basinConfig(info)
+	if err != nil || !want(cfg) {
+		return false, err
+	}
+	_, err = b.createStream(ctx, basin, stream, s2api.StreamConfig{})
+	if err != nil && !errors.Is(err, manifest.ErrExists) {
+		return false, err
+	}
+	return true, nil
+}
+
+func pos(p manifest.Position) s2api.StreamPosition {
+	return s2api.StreamPosition{SeqNum: p.SeqNum, Timestamp: p.Timestamp}
+}
+
+func (b *s2Backend) CheckTail(ctx context.Context, basin, stream string) (s2api.StreamPosition, error) {
+	t, err := b.e.Tail(ctx, basin, stream)
+	if errors.Is(err, manifest.ErrNotExist) {
+		if created, cerr := b.autoCreate(ctx, basin, stream, func(c s2api.BasinConfig) bool { return c.CreateStreamOnRead }); cerr != nil {
+			return s2api.StreamPosition{}, apiError(cerr)
+		} else if created {
+			t, err = b.e.Tail(ctx, basin, stream)
+		}
+	}
+	if err != nil {
+		return s2api.StreamPosition{}, apiError(err)
+	}
+	return pos(t), nil
+}
+
+func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (server.ReadCursor, error) {
+	return nil, &s2api.Error{Code: s2api.CodeUnavailable, Message: "reads are not wired yet"}
+}
