@@ -322,11 +322,12 @@ func (s *Server) unaryRead(q *request, req s2api.ReadRequest) {
 		if err == nil && len(batch.Records) == 0 && req.UnaryWait() > 0 {
 			wctx, cancel := context.WithTimeout(q.ctx, req.UnaryWait())
 			b2, err2 := cur.Next(wctx, lim, true)
+			timedOut := wctx.Err() == context.DeadlineExceeded
 			cancel()
 			switch {
 			case err2 == nil:
 				batch = b2
-			case q.ctx.Err() == nil && wctx.Err() != nil:
+			case q.ctx.Err() == nil && timedOut:
 				// The wait ran out: answer with the empty batch.
 			default:
 				err = err2
@@ -511,12 +512,13 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 				}
 				wctx, cancel := context.WithTimeout(q.ctx, wait)
 				b, err = cur.Next(wctx, lim, true)
+				timedOut := wctx.Err() == context.DeadlineExceeded
 				cancel()
 				if err != nil {
 					if q.ctx.Err() != nil {
 						return
 					}
-					if wctx.Err() != nil {
+					if timedOut {
 						if idleBounded && !time.Now().Before(deadline) {
 							return
 						}

@@ -1,0 +1,366 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+)
+
+// openStream starts a request and returns the response with its body still open.
+func (e *testEnv) openStream(t *testing.T, c *http.Client, method, path string, hdr map[string]string, body io.Reader) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("S2-Basin", testBasin)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+func sseBatch(t *testing.T, ev s2api.SSEEvent) s2api.ReadBatch {
+	t.Helper()
+	if ev.Event != "batch" {
+		t.Fatalf("event %q, want batch: %s", ev.Event, ev.Data)
+	}
+	rb, err := s2api.DecodeReadBatchJSON([]byte(ev.Data), s2api.FormatRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rb
+}
+
+func nextEvent(t *testing.T, rd *s2api.SSEReader) s2api.SSEEvent {
+	t.Helper()
+	ev, err := rd.Next()
+	if err != nil {
+		t.Fatalf("next SSE event: %v", err)
+	}
+	return ev
+}
+
+func TestSSEFollow(t *testing.T) {
+	env := startServer(t, server.WithHeartbeatInterval(30*time.Millisecond))
+	env.createStream(t, "s")
+	env.appendN(t, "s", 3)
+	res := env.openStream(t, env.h1, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Accept": "text/event-stream"}, nil)
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("response %d %v", res.StatusCode, res.Header)
+	}
+	rd := s2api.NewSSEReader(res.Body, 1<<22)
+	ev := nextEvent(t, rd)
+	rb := sseBatch(t, ev)
+	if len(rb.Records) != 3 || rb.Tail.SeqNum != 3 || ev.ID != "2,3,30" {
+		t.Fatalf("first batch id %q %+v", ev.ID, rb)
+	}
+	// Caught up (the batch reached the tail), idle: pings with the tail.
+	ev = nextEvent(t, rd)
+	if ev.Event != "ping" || !strings.Contains(ev.Data, `"tail":{"seq_num":3,`) {
+		t.Fatalf("want ping, got %+v", ev)
+	}
+	env.appendN(t, "s", 2)
+	for {
+		ev = nextEvent(t, rd)
+		if ev.Event != "ping" {
+			break
+		}
+	}
+	rb = sseBatch(t, ev)
+	if len(rb.Records) != 2 || rb.Records[0].SeqNum != 3 || ev.ID != "4,5,50" {
+		t.Fatalf("live batch id %q %+v", ev.ID, rb)
+	}
+}
+
+func TestSSEBoundedSessionsEnd(t *testing.T) {
+	env := startServer(t)
+	env.createStream(t, "s")
+	env.appendN(t, "s", 3)
+	events := func(path string, hdr map[string]string) []s2api.SSEEvent {
+		t.Helper()
+		if hdr == nil {
+			hdr = map[string]string{}
+		}
+		hdr["Accept"] = "text/event-stream"
+		res := env.openStream(t, env.h1, "GET", path, hdr, nil)
+		if res.StatusCode != 200 {
+			b, _ := io.ReadAll(res.Body)
+			t.Fatalf("%s: %d %s", path, res.StatusCode, b)
+		}
+		rd := s2api.NewSSEReader(res.Body, 1<<22)
+		var out []s2api.SSEEvent
+		for {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ev)
+		}
+	}
+	// count reached: the body ends after the batch.
+	evs := events("/v1/streams/s/records?seq_num=0&count=2", nil)
+	if len(evs) != 1 || len(sseBatch(t, evs[0]).Records) != 2 {
+		t.Fatalf("count=2: %+v", evs)
+	}
+	// count not reachable: the batch, then the caught-up empty batch with the tail, then the end.
+	evs = events("/v1/streams/s/records?seq_num=1&count=10", nil)
+	if len(evs) != 1 || len(sseBatch(t, evs[0]).Records) != 2 {
+		// The data batch reaches the tail, so it is itself the caught-up signal.
+		t.Fatalf("count=10: %+v", evs)
+	}
+	evs = events("/v1/streams/s/records?seq_num=3&count=10", nil)
+	if len(evs) != 1 || len(sseBatch(t, evs[0]).Records) != 0 || sseBatch(t, evs[0]).Tail.SeqNum != 3 {
+		t.Fatalf("at tail: %+v", evs)
+	}
+	// Last-Event-ID resumes after the last record, with the remaining count.
+	evs = events("/v1/streams/s/records?seq_num=0&count=2", map[string]string{"Last-Event-ID": "0,1,10"})
+	if len(evs) != 1 || sseBatch(t, evs[0]).Records[0].SeqNum != 1 || len(sseBatch(t, evs[0]).Records) != 1 {
+		t.Fatalf("resume: %+v", evs)
+	}
+	// until
+	evs = events("/v1/streams/s/records?seq_num=0&until=1", nil)
+	if len(evs) != 0 && len(sseBatch(t, evs[0]).Records) != 0 {
+		t.Fatalf("until: %+v", evs)
+	}
+	// Errors before the stream starts are HTTP statuses.
+	r := env.do(t, "GET", "/v1/streams/s/records?seq_num=9", map[string]string{"Accept": "text/event-stream"}, nil)
+	expect(t, "416", r, 416, `{"tail":{"seq_num":3,"timestamp":`+fmt.Sprint(tailTS(t, env, "s"))+`}}`)
+	r = env.do(t, "GET", "/v1/streams/none/records", map[string]string{"Accept": "text/event-stream"}, nil)
+	expect(t, "404", r, 404, "")
+}
+
+func tailTS(t *testing.T, env *testEnv, s string) uint64 {
+	p, err := env.backend.CheckTail(t.Context(), testBasin, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Timestamp
+}
+
+func TestS2SReadSessionOverH2C(t *testing.T) {
+	env := startServer(t, server.WithHeartbeatInterval(30*time.Millisecond))
+	env.createStream(t, "s")
+	env.appendN(t, "s", 2)
+	res := env.openStream(t, env.h2c, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, nil)
+	if res.ProtoMajor != 2 || res.StatusCode != 200 || res.Header.Get("Content-Type") != "s2s/proto" {
+		t.Fatalf("response %s %d %v", res.Proto, res.StatusCode, res.Header)
+	}
+	fr := s2api.NewFrameReader(res.Body, 0)
+	next := func() s2api.ReadBatch {
+		t.Helper()
+		f, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Terminal {
+			t.Fatalf("terminal frame %d %s", f.Status, f.Body)
+		}
+		rb, err := s2api.DecodeReadBatchProto(f.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rb
+	}
+	rb := next()
+	if len(rb.Records) != 2 || rb.Tail == nil || rb.Tail.SeqNum != 2 {
+		t.Fatalf("first batch %+v", rb)
+	}
+	rb = next()
+	if len(rb.Records) != 0 || rb.Tail == nil || rb.Tail.SeqNum != 2 {
+		t.Fatalf("heartbeat %+v", rb)
+	}
+	env.appendN(t, "s", 1)
+	for len(rb.Records) == 0 {
+		rb = next()
+	}
+	if rb.Records[0].SeqNum != 2 || string(rb.Records[0].Body) != "r0" {
+		t.Fatalf("live %+v", rb)
+	}
+	// Deleting the stream ends the session with a terminal 404 frame.
+	if err := env.backend.DeleteStream(t.Context(), testBasin, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Terminal {
+			if f.Status != 404 || !errors.Is(f.Err(), s2api.ErrStreamNotFound) {
+				t.Fatalf("terminal %d %s", f.Status, f.Body)
+			}
+			break
+		}
+	}
+	// A start past the tail is an HTTP 416 before the session starts.
+	env.createStream(t, "t")
+	r := env.doWith(t, env.h2c, "GET", "/v1/streams/t/records?seq_num=5", map[string]string{"Content-Type": "s2s/proto"}, nil)
+	expect(t, "416", r, 416, `{"tail":{"seq_num":0,"timestamp":0}}`)
+}
+
+func TestS2SAppendSessionOverH2C(t *testing.T) {
+	env := startServer(t)
+	env.createStream(t, "s")
+	pr, pw := io.Pipe()
+	res := env.openStream(t, env.h2c, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, pr)
+	defer pw.Close()
+	if res.ProtoMajor != 2 || res.StatusCode != 200 {
+		t.Fatalf("response %s %d", res.Proto, res.StatusCode)
+	}
+	send := func(in batchfmt.AppendInput, comp s2api.Compression) {
+		t.Helper()
+		f, err := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in), Compression: comp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pw.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := bytes.Repeat([]byte("z"), 5000)
+	// Pipelined: three inputs before reading any ack.
+	send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("a")}, {Body: []byte("b")}}}, s2api.CompressionNone)
+	send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: big}}}, s2api.CompressionZstd)
+	send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: big}}, MatchSeqNum: ptr(uint64(3))}, s2api.CompressionGzip)
+	fr := s2api.NewFrameReader(res.Body, 0)
+	var last uint64
+	for i, want := range [][2]uint64{{0, 2}, {2, 3}, {3, 4}} {
+		f, err := fr.Next()
+		if err != nil || f.Terminal {
+			t.Fatalf("ack %d: %+v %v", i, f, err)
+		}
+		ack, err := s2api.DecodeAppendAckProto(f.Body)
+		if err != nil || ack.Start.SeqNum != want[0] || ack.End.SeqNum != want[1] || ack.Tail.SeqNum != want[1] || ack.End.SeqNum <= last {
+			t.Fatalf("ack %d: %+v %v", i, ack, err)
+		}
+		last = ack.End.SeqNum
+	}
+	// A failed condition ends the session with a terminal frame carrying the typed body.
+	send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}, MatchSeqNum: ptr(uint64(0))}, s2api.CompressionNone)
+	f, err := fr.Next()
+	if err != nil || !f.Terminal || f.Status != 412 || string(f.Body) != `{"seq_num_mismatch":4}` {
+		t.Fatalf("terminal %+v %v", f, err)
+	}
+	if _, err := fr.Next(); err != io.EOF {
+		t.Fatalf("after terminal frame: %v", err)
+	}
+
+	// A malformed frame is a terminal 400 bad_frame.
+	pr2, pw2 := io.Pipe()
+	res2 := env.openStream(t, env.h2c, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto"}, pr2)
+	defer pw2.Close()
+	if _, err := pw2.Write([]byte{0, 0, 2, 0x60, 1}); err != nil {
+		t.Fatal(err)
+	}
+	f, err = s2api.NewFrameReader(res2.Body, 0).Next()
+	if err != nil || !f.Terminal || f.Status != 400 || !strings.Contains(string(f.Body), "bad_frame") {
+		t.Fatalf("bad frame: %+v %v", f, err)
+	}
+}
+
+func TestCloseEndsSessions(t *testing.T) {
+	env := startServer(t)
+	env.createStream(t, "s")
+	res := env.openStream(t, env.h1, "GET", "/v1/streams/s/records", map[string]string{"Accept": "text/event-stream"}, nil)
+	rd := s2api.NewSSEReader(res.Body, 1<<20)
+	sseBatch(t, nextEvent(t, rd)) // the caught-up batch: the session is running
+	done := make(chan error, 1)
+	go func() { done <- env.srv.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if _, err := rd.Next(); err == nil {
+		t.Fatal("session still delivering after Close")
+	}
+	r := env.do(t, "GET", "/v1/basins", nil, nil)
+	expect(t, "after close", r, 503, "")
+}
+
+func TestStuckClientIsDisconnected(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	env := startServer(t, server.WithWriteTimeout(100*time.Millisecond), server.WithRegisterer(reg))
+	env.createStream(t, "s")
+	rec := batchfmt.Record{Body: bytes.Repeat([]byte("x"), 1000)}
+	for i := 0; i < 12; i++ { // 12 MiB: more than the client's HTTP/2 flow-control window
+		in := batchfmt.AppendInput{Records: make([]batchfmt.Record, 1000)}
+		for j := range in.Records {
+			in.Records[j] = rec
+		}
+		if _, err := env.backend.Append(t.Context(), testBasin, "s", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", env.url+"/v1/streams/s/records?seq_num=0", nil)
+	req.Header.Set("S2-Basin", testBasin)
+	req.Header.Set("Content-Type", "s2s/proto")
+	res, err := env.h2c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// Never read the body. The server's writes stall on flow control, hit the write timeout,
+	// and the session ends: the open-session gauge drops back to 0.
+	open := func() float64 { return openSessions(t, reg) }
+	deadline := time.Now().Add(20 * time.Second)
+	sawOpen := false
+	for time.Now().Before(deadline) {
+		v := open()
+		if v > 0 {
+			sawOpen = true
+		} else if sawOpen {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("session still open after 20s with a stuck client (saw open: %v)", sawOpen)
+}
+
+// openSessions reads sluice_api_open_sessions{kind="s2s_read"} from reg.
+func openSessions(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_api_open_sessions" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == "s2s_read" {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
