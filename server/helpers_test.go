@@ -30,7 +30,7 @@ type testEnv struct {
 
 // startServer serves a memtest backend on 127.0.0.1 (HTTP/1.1 and h2c on one port) and
 // creates the basin testBasin.
-func startServer(t *testing.T, opts ...server.Option) *testEnv {
+func startServer(t testing.TB, opts ...server.Option) *testEnv {
 	t.Helper()
 	b := memtest.New(nil)
 	srv, err := server.New(b, opts...)
@@ -157,7 +157,7 @@ func (e *testEnv) appendN(t *testing.T, stream string, n int) {
 	}
 }
 
-func (e *testEnv) createStream(t *testing.T, name string) {
+func (e *testEnv) createStream(t testing.TB, name string) {
 	t.Helper()
 	if _, err := e.backend.CreateStream(t.Context(), testBasin, name, s2api.StreamConfig{}); err != nil {
 		t.Fatal(err)

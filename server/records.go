@@ -181,6 +181,8 @@ func (s *Server) appendSession(q *request) {
 	defer s.sessions.WithLabelValues("s2s_append").Dec()
 	rc := http.NewResponseController(q.w)
 	_ = rc.EnableFullDuplex() // HTTP/1.1 only; HTTP/2 is always full duplex
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	q.w.Header().Set("Content-Type", ctS2S)
 	q.w.WriteHeader(http.StatusOK)
 	fw := &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout}
@@ -379,6 +381,7 @@ type sseSink struct {
 func (k *sseSink) start(s *Server, q *request) error {
 	k.s, k.q = s, q
 	k.rc = http.NewResponseController(q.w)
+	_ = k.rc.SetReadDeadline(time.Time{})
 	h := q.w.Header()
 	h.Set("Content-Type", ctSSE)
 	h.Set("Cache-Control", "no-cache")
@@ -428,6 +431,7 @@ type s2sSink struct {
 
 func (k *s2sSink) start(s *Server, q *request) error {
 	rc := http.NewResponseController(q.w)
+	_ = rc.SetReadDeadline(time.Time{})
 	q.w.Header().Set("Content-Type", ctS2S)
 	q.w.WriteHeader(http.StatusOK)
 	k.fw = &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout}

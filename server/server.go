@@ -233,6 +233,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.requests.WithLabelValues(req.route, fmt.Sprint(st)).Inc()
 	}()
 
+	// Unary calls get whole-request deadlines (a long poll may wait up to MaxWaitSecs); the
+	// session handlers clear them and bound each write instead.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.writeTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.writeTimeout + s2api.MaxWaitSecs*time.Second))
+
 	if s.opts.tokenSet && !s.authorized(r) {
 		writeError(sw, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
 		return

@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+)
+
+const (
+	benchRecords    = 100
+	benchRecordSize = 100
+)
+
+func benchInput() batchfmt.AppendInput {
+	in := batchfmt.AppendInput{Records: make([]batchfmt.Record, benchRecords)}
+	body := bytes.Repeat([]byte("x"), benchRecordSize)
+	for i := range in.Records {
+		in.Records[i] = batchfmt.Record{Body: body, Headers: []batchfmt.Header{{Name: []byte("k"), Value: []byte("v")}}}
+	}
+	return in
+}
+
+// BenchmarkAppend compares appends of 100 records × 100 bytes through the backend (library)
+// with the same appends over HTTP/1.1 as JSON and as protobuf, in one run.
+func BenchmarkAppend(b *testing.B) {
+	in := benchInput()
+	jsonBody := s2api.EncodeAppendInputJSON(&in, s2api.FormatRaw)
+	protoBody := s2api.AppendAppendInputProto(nil, &in)
+	payload := int64(in.MeteredSize())
+	b.Run("library", func(b *testing.B) {
+		env := startServer(b)
+		env.createStream(b, "s")
+		b.SetBytes(payload)
+		for b.Loop() {
+			if _, err := env.backend.Append(b.Context(), testBasin, "s", in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	for _, c := range []struct {
+		name, ct string
+		body     []byte
+	}{{"http-json", "application/json", jsonBody}, {"http-proto", "application/protobuf", protoBody}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := startServer(b)
+			env.createStream(b, "s")
+			b.SetBytes(payload)
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", env.url+"/v1/streams/s/records", bytes.NewReader(c.body))
+				req.Header.Set("S2-Basin", testBasin)
+				req.Header.Set("Content-Type", c.ct)
+				res, err := env.h1.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					b.Fatalf("status %d", res.StatusCode)
+				}
+			}
+			b.ReportMetric(float64(benchRecords*b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkRead compares reading 1000 records × 100 bytes through a backend cursor (library)
+// with unary reads over HTTP/1.1 as JSON and as protobuf, in one run.
+func BenchmarkRead(b *testing.B) {
+	setup := func(b *testing.B) *testEnv {
+		env := startServer(b)
+		env.createStream(b, "s")
+		in := benchInput()
+		for i := 0; i < 10; i++ {
+			if _, err := env.backend.Append(b.Context(), testBasin, "s", in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return env
+	}
+	in := benchInput()
+	payload := int64(10 * in.MeteredSize())
+	b.Run("library", func(b *testing.B) {
+		env := setup(b)
+		b.SetBytes(payload)
+		for b.Loop() {
+			cur, err := env.backend.Read(b.Context(), testBasin, "s", s2api.ReadStart{SeqNum: ptr(uint64(0))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rb, err := cur.Next(b.Context(), server.ReadLimit{Records: 1000, Bytes: 1 << 20}, false)
+			if err != nil || len(rb.Records) != 1000 {
+				b.Fatalf("%d records, %v", len(rb.Records), err)
+			}
+			_ = cur.Close()
+		}
+		b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	for _, c := range []struct{ name, accept string }{{"http-json", "application/json"}, {"http-proto", "application/protobuf"}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := setup(b)
+			b.SetBytes(payload)
+			for b.Loop() {
+				req, _ := http.NewRequest("GET", env.url+"/v1/streams/s/records?seq_num=0&count=1000", nil)
+				req.Header.Set("S2-Basin", testBasin)
+				req.Header.Set("Accept", c.accept)
+				res, err := env.h1.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 || n < 100000 {
+					b.Fatalf("status %d, %d bytes", res.StatusCode, n)
+				}
+			}
+			b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
