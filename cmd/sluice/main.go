@@ -22,6 +22,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal, stop catching them: a second SIGINT ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	code := run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)

@@ -1,0 +1,248 @@
+package main
+
+// Helpers shared by the library-mode commands (append, read, tail, stream, fence, trim,
+// inspect, gc, consume): they work on the store named by --store directly, without a daemon.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// libEnv is what a library-mode command works with: the store, the logger and the stream
+// namespace (--basin).
+type libEnv struct {
+	g     *globals
+	basin *string
+	store objectstore.Store
+	log   *slog.Logger
+}
+
+// addBasinFlag adds --basin to a command that names streams.
+func addBasinFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "basin", "", `basin of the stream ("" = the root namespace; the daemon's S2 API serves streams under basins)`)
+}
+
+// openLib opens the logger and the store of a library-mode command. Close the store when done.
+func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
+	log, err := newLogger(g.logLevel, g.logFormat)
+	if err != nil {
+		return nil, err
+	}
+	if basin != nil && *basin != "" {
+		if err := catalog.ValidateBasinName(*basin); err != nil {
+			return nil, fmt.Errorf("invalid value %q for --basin: %w", *basin, err)
+		}
+	}
+	s, err := objectstore.Open(ctx, storeURL(g.store))
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", redactURL(g.store), err)
+	}
+	return &libEnv{g: g, basin: basin, store: s, log: log}, nil
+}
+
+func (e *libEnv) close() { _ = e.store.Close() }
+
+func (e *libEnv) basinName() string {
+	if e.basin == nil {
+		return ""
+	}
+	return *e.basin
+}
+
+// locate maps a stream name (an argument) to its place in the store.
+func (e *libEnv) locate(name string) (catalog.Stream, error) {
+	st, err := catalog.Locate(e.basinName(), name)
+	if err != nil {
+		return catalog.Stream{}, fmt.Errorf("invalid stream name %q: %w", name, err)
+	}
+	return st, nil
+}
+
+// where describes a stream for messages: its name, basin and store.
+func (e *libEnv) where(name string) string {
+	s := fmt.Sprintf("stream %q", name)
+	if b := e.basinName(); b != "" {
+		s += fmt.Sprintf(" in basin %q", b)
+	}
+	return s + " in store " + redactURL(e.g.store)
+}
+
+// streamErr turns library errors about a stream into messages a user can act on.
+func (e *libEnv) streamErr(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, manifest.ErrNotExist):
+		hint := "sluice stream create " + shellQuote(name)
+		if b := e.basinName(); b != "" {
+			hint += " --basin " + b
+		}
+		return fmt.Errorf("%s does not exist (create it with: %s)", e.where(name), hint)
+	case errors.Is(err, manifest.ErrExists):
+		return fmt.Errorf("%s already exists", e.where(name))
+	case errors.Is(err, manifest.ErrGenerationChanged):
+		return fmt.Errorf("%s was deleted and created again while this command ran: %w", e.where(name), err)
+	case errors.Is(err, manifest.ErrCorrupt):
+		return fmt.Errorf("%s: corrupt manifest: %w", e.where(name), err)
+	}
+	return fmt.Errorf("%s: %w", e.where(name), err)
+}
+
+// load reads a stream's manifest.
+func (e *libEnv) load(ctx context.Context, name string) (catalog.Stream, *manifest.Snapshot, error) {
+	st, err := e.locate(name)
+	if err != nil {
+		return st, nil, err
+	}
+	snap, err := manifest.Load(ctx, e.store, st.ManifestPath)
+	if err != nil {
+		return st, nil, e.streamErr(name, err)
+	}
+	return st, snap, nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// positionJSON is a stream position as S2 writes it.
+type positionJSON struct {
+	SeqNum    uint64 `json:"seq_num"`
+	Timestamp uint64 `json:"timestamp"`
+}
+
+func posJSON(p manifest.Position) positionJSON {
+	return positionJSON{SeqNum: p.SeqNum, Timestamp: p.Timestamp}
+}
+
+// ackJSON is an append acknowledgement as S2 writes it.
+type ackJSON struct {
+	Start positionJSON `json:"start"`
+	End   positionJSON `json:"end"`
+	Tail  positionJSON `json:"tail"`
+}
+
+// jsonOut writes one JSON value per line to w, flushing after each.
+type jsonOut struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func newJSONOut(w io.Writer) *jsonOut {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &jsonOut{w: bw, enc: enc}
+}
+
+// write writes v and flushes.
+func (o *jsonOut) write(v any) error {
+	if err := o.writeNoFlush(v); err != nil {
+		return err
+	}
+	return o.flush()
+}
+
+func (o *jsonOut) writeNoFlush(v any) error {
+	if err := o.enc.Encode(v); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+func (o *jsonOut) flush() error {
+	if err := o.w.Flush(); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+// printJSON writes one indented JSON document to w.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+// parseDuration parses a Go duration ("90s", "1h30m") or a whole number of days ("7d").
+func parseDuration(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(d, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90s")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as 7d, 36h or 90s")
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("must not be negative")
+	}
+	return v, nil
+}
+
+// durationValue is a flag holding a duration that also accepts days ("7d").
+type durationValue struct{ d *time.Duration }
+
+func newDurationValue(p *time.Duration, def time.Duration) *durationValue {
+	*p = def
+	return &durationValue{d: p}
+}
+
+func (v *durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+func (v *durationValue) Type() string { return "duration" }
+func (v *durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parseSeq parses a sequence number argument.
+func parseSeq(what, s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s %q: want a non-negative integer", what, s)
+	}
+	return n, nil
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+func newStreamCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stream",
+		Short: "Create, list, delete and configure streams",
+		Long: `Create, list, delete and configure the streams of the store.
+
+A stream named NAME lives under streams/<encoded NAME>/ in the store (or
+basins/<basin>/streams/<encoded NAME>/ with --basin): its manifest, its batch
+objects and its sealed segments. Names are 1 to 512 bytes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newStreamCreateCmd(g), newStreamListCmd(g), newStreamDeleteCmd(g), newStreamConfigCmd(g))
+	return cmd
+}
+
+// configFlags are the stream configuration flags of "stream create" and "stream config".
+type configFlags struct {
+	retentionAge      time.Duration
+	retentionInfinite bool
+	tsMode            string
+	tsUncapped        bool
+	deleteOnEmpty     time.Duration
+	queueMode         bool
+}
+
+const configFlagsHelp = `Stream configuration (the streams seed's):
+  --retention-age D          drop records older than D (by arrival), e.g. 7d, 36h
+  --retention-infinite       keep records until trimmed (the default)
+  --timestamping-mode M      client-prefer (default), client-require or arrival
+  --timestamping-uncapped    allow client timestamps in the future
+  --delete-on-empty-min-age D  delete the stream once empty for D (0 disables; the GC does it)
+  --queue-mode               drop records once every consumer group acknowledged them`
+
+func (f *configFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Var(newDurationValue(&f.retentionAge, 0), "retention-age", "retention policy: keep records this long (e.g. 7d, 36h); at least 1s")
+	fl.BoolVar(&f.retentionInfinite, "retention-infinite", false, "retention policy: keep records until trimmed")
+	fl.Var(newEnum(&f.tsMode, "client-prefer", "client-prefer", "client-require", "arrival"), "timestamping-mode", "timestamping mode: client-prefer, client-require or arrival")
+	fl.BoolVar(&f.tsUncapped, "timestamping-uncapped", false, "allow client timestamps later than the arrival time")
+	fl.Var(newDurationValue(&f.deleteOnEmpty, 0), "delete-on-empty-min-age", "delete the stream after it has been empty this long (0 disables)")
+	fl.BoolVar(&f.queueMode, "queue-mode", false, "drop records once every consumer group has acknowledged them")
+}
+
+var configFlagNames = []string{"retention-age", "retention-infinite", "timestamping-mode", "timestamping-uncapped", "delete-on-empty-min-age", "queue-mode"}
+
+// changed reports whether any configuration flag was set (command line, environment or file).
+func (f *configFlags) changed(cmd *cobra.Command) bool {
+	for _, n := range configFlagNames {
+		if cmd.Flags().Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply writes the set flags into c and reports every problem at once, naming the flags.
+func (f *configFlags) apply(cmd *cobra.Command, c *manifest.Config) error {
+	fl := cmd.Flags()
+	var errs []error
+	if fl.Changed("retention-age") && fl.Changed("retention-infinite") && f.retentionInfinite {
+		errs = append(errs, errors.New("--retention-age and --retention-infinite exclude each other"))
+	}
+	if fl.Changed("retention-age") {
+		switch {
+		case f.retentionAge < time.Second || f.retentionAge%time.Second != 0:
+			errs = append(errs, fmt.Errorf("invalid value %v for --retention-age: want a whole number of seconds, at least 1s", f.retentionAge))
+		default:
+			c.Retention = manifest.Retention{AgeSecs: uint64(f.retentionAge / time.Second)}
+		}
+	}
+	if fl.Changed("retention-infinite") {
+		if f.retentionInfinite {
+			c.Retention = manifest.Retention{Infinite: true}
+		} else if !fl.Changed("retention-age") {
+			errs = append(errs, errors.New("--retention-infinite=false needs --retention-age"))
+		}
+	}
+	if fl.Changed("timestamping-mode") {
+		m, err := manifest.ParseTimestampingMode(f.tsMode)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid value %q for --timestamping-mode: %w", f.tsMode, err))
+		}
+		c.Timestamping.Mode = m
+	}
+	if fl.Changed("timestamping-uncapped") {
+		c.Timestamping.Uncapped = f.tsUncapped
+	}
+	if fl.Changed("delete-on-empty-min-age") {
+		if f.deleteOnEmpty%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("invalid value %v for --delete-on-empty-min-age: want a whole number of seconds", f.deleteOnEmpty))
+		}
+		c.DeleteOnEmpty = manifest.DeleteOnEmpty{MinAgeSecs: uint64(f.deleteOnEmpty / time.Second)}
+	}
+	if fl.Changed("queue-mode") {
+		c.QueueMode = f.queueMode
+	}
+	if len(errs) == 0 {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// streamConfigJSON is a stream configuration in the streams seed's JSON shape.
+type streamConfigJSON struct {
+	RetentionPolicy retentionJSON     `json:"retention_policy"`
+	Timestamping    timestampingJSON  `json:"timestamping"`
+	DeleteOnEmpty   deleteOnEmptyJSON `json:"delete_on_empty"`
+	QueueMode       bool              `json:"queue_mode"`
+}
+
+type retentionJSON struct {
+	Age      *uint64   `json:"age,omitempty"`
+	Infinite *struct{} `json:"infinite,omitempty"`
+}
+
+type timestampingJSON struct {
+	Mode     string `json:"mode"`
+	Uncapped bool   `json:"uncapped"`
+}
+
+type deleteOnEmptyJSON struct {
+	MinAgeSecs uint64 `json:"min_age_secs"`
+}
+
+func configJSON(c manifest.Config) streamConfigJSON {
+	out := streamConfigJSON{
+		Timestamping:  timestampingJSON{Mode: c.Timestamping.Mode.String(), Uncapped: c.Timestamping.Uncapped},
+		DeleteOnEmpty: deleteOnEmptyJSON{MinAgeSecs: c.DeleteOnEmpty.MinAgeSecs},
+		QueueMode:     c.QueueMode,
+	}
+	if c.Retention.Infinite {
+		out.RetentionPolicy.Infinite = &struct{}{}
+	} else {
+		age := c.Retention.AgeSecs
+		out.RetentionPolicy.Age = &age
+	}
+	return out
+}
+
+// streamInfoJSON is what stream create and stream config print.
+type streamInfoJSON struct {
+	Stream string           `json:"stream"`
+	Basin  string           `json:"basin,omitempty"`
+	Config streamConfigJSON `json:"config"`
+}
+
+func newStreamCreateCmd(g *globals) *cobra.Command {
+	var basin string
+	cf := &configFlags{}
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a stream",
+		Long: `Create the stream NAME, empty, with the given configuration (defaults: infinite
+retention, client-prefer timestamping, capped, delete_on_empty disabled, not a queue).
+It fails if the stream exists. It prints the stream and its configuration as JSON.
+
+` + configFlagsHelp,
+		Example: `  sluice stream create orders
+  sluice stream create logs --retention-age 7d --timestamping-mode arrival`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg := manifest.DefaultConfig()
+			if err := cf.apply(cmd, &cfg); err != nil {
+				return err
+			}
+			e, err := openLib(ctx, g, &basin)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			st, err := e.locate(args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := manifest.Create(ctx, e.store, st.ManifestPath, cfg, time.Now()); err != nil {
+				return e.streamErr(args[0], err)
+			}
+			e.log.Debug("stream created", "stream", args[0], "basin", basin)
+			return printJSON(cmd.OutOrStdout(), streamInfoJSON{Stream: args[0], Basin: basin, Config: configJSON(cfg)})
+		},
+	}
+	addBasinFlag(cmd, &basin)
+	cf.register(cmd)
+	return cmd
+}
+
+func newStreamConfigCmd(g *globals) *cobra.Command {
+	var basin string
+	cf := &configFlags{}
+	cmd := &cobra.Command{
+		Use:   "config NAME",
+		Short: "Show a stream's configuration, or change it",
+		Long: `Show the configuration of the stream NAME as JSON. With configuration flags, change
+those settings (the others keep their values) with a conditional write of the manifest,
+then show the result. A shorter retention takes effect at the next GC pass.
+
+` + configFlagsHelp,
+		Example: `  sluice stream config orders
+  sluice stream config orders --retention-age 24h`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if cf.changed(cmd) {
+				// Check the flags before touching the store.
+				probe := manifest.DefaultConfig()
+				if err := cf.apply(cmd, &probe); err != nil {
+					return err
+				}
+			}
+			e, err := openLib(ctx, g, &basin)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			var snap *manifest.Snapshot
+			if cf.changed(cmd) {
+				st, err := e.locate(args[0])
+				if err != nil {
+					return err
+				}
+				snap, err = manifest.Update(ctx, e.store, st.ManifestPath, func(s *manifest.State) error {
+					c := s.Config
+					if err := cf.apply(cmd, &c); err != nil {
+						return err
+					}
+					if c == s.Config {
+						return manifest.ErrNoChange
+					}
+					s.Config = c
+					return nil
+				})
+				if err != nil {
+					return e.streamErr(args[0], err)
+				}
+				e.log.Debug("stream reconfigured", "stream", args[0], "basin", basin)
+			} else {
+				_, snap, err = e.load(ctx, args[0])
+				if err != nil {
+					return err
+				}
+			}
+			return printJSON(cmd.OutOrStdout(), streamInfoJSON{Stream: args[0], Basin: basin, Config: configJSON(snap.State.Config)})
+		},
+	}
+	addBasinFlag(cmd, &basin)
+	cf.register(cmd)
+	return cmd
+}
+
+func newStreamListCmd(g *globals) *cobra.Command {
+	var basin, prefix, startAfter string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List streams",
+		Long: `List the streams of the store (of --basin, or of the root namespace), one JSON
+object per line: {"name":"..."}, in name order.`,
+		Example: `  sluice stream list --prefix orders-`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if limit < 0 {
+				return fmt.Errorf("invalid value %d for --limit: must be >= 0 (0 = all)", limit)
+			}
+			e, err := openLib(ctx, g, &basin)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			out := newJSONOut(cmd.OutOrStdout())
+			n := 0
+			after := startAfter
+			for {
+				page := 1000
+				if limit > 0 && limit-n < page {
+					page = limit - n
+				}
+				streams, more, err := catalog.ListStreams(ctx, e.store, basin, prefix, after, page)
+				if err != nil {
+					return fmt.Errorf("listing streams in store %s: %w", redactURL(g.store), err)
+				}
+				for _, s := range streams {
+					if err := out.writeNoFlush(map[string]string{"name": s.Name}); err != nil {
+						return err
+					}
+					after = s.Name
+					n++
+				}
+				if !more || len(streams) == 0 || (limit > 0 && n >= limit) {
+					return out.flush()
+				}
+			}
+		},
+	}
+	addBasinFlag(cmd, &basin)
+	cmd.Flags().StringVar(&prefix, "prefix", "", "list only streams whose names start with this")
+	cmd.Flags().StringVar(&startAfter, "start-after", "", "list only streams whose names sort after this")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many streams (0 = all)")
+	return cmd
+}
+
+func newStreamDeleteCmd(g *globals) *cobra.Command {
+	var basin string
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a stream and all its records",
+		Long: `Delete the stream NAME: its manifest first (from then on the stream does not exist
+and its producers and consumers fail), then every object under it (batches, segments).
+This cannot be undone. Objects a still-running producer uploads afterwards are left
+for "sluice gc".`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			e, err := openLib(ctx, g, &basin)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			st, _, err := e.load(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			n, err := deleteStream(ctx, e.store, st)
+			if err != nil {
+				return e.streamErr(args[0], err)
+			}
+			e.log.Debug("stream deleted", "stream", args[0], "basin", basin, "objects", n)
+			return printJSON(cmd.OutOrStdout(), map[string]any{"deleted": args[0], "objects": n})
+		},
+	}
+	addBasinFlag(cmd, &basin)
+	return cmd
+}
+
+// deleteStream deletes a stream's manifest, then every object under the stream's directory.
+// It returns the number of objects deleted.
+func deleteStream(ctx context.Context, s objectstore.Store, st catalog.Stream) (int, error) {
+	if err := s.Delete(ctx, st.ManifestPath); err != nil {
+		return 0, err
+	}
+	n := 1
+	dir := st.ManifestPath[:len(st.ManifestPath)-len("manifest")]
+	err := objectstore.ListAll(ctx, s, dir, func(o objectstore.ObjectInfo) error {
+		if err := s.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
