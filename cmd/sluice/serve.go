@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,35 +15,73 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/server"
 )
 
 type serveFlags struct {
 	listen          string
 	shutdownTimeout time.Duration
+	authToken       string
+	tlsCert         string
+	tlsKey          string
+	maxBodyBytes    int64
+	flushInterval   time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the sluice daemon: health, metrics, and background work for every stream",
+		Short: "Run the sluice daemon: S2's HTTP API, health, metrics, and background work",
 		Long: `Run the sluice daemon on --listen.
 
-It serves:
+It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--tls-key):
+  /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions);
+             the same routes are also served without the /v1 prefix
   /health    200 "ok" while the store answers, 503 otherwise
-  /metrics   Prometheus metrics (object store, producer, consumer, GC, Go runtime)
+  /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
 
-It shuts down cleanly on SIGINT or SIGTERM, finishing in-flight commits within
---shutdown-timeout.`,
+S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
+--basin live in the root namespace (streams/).
+
+With --auth-token (or SLUICE_AUTH_TOKEN) every API call must carry
+"Authorization: Bearer <token>"; /health and /metrics stay open.
+
+It shuts down cleanly on SIGINT or SIGTERM: it stops accepting calls, ends open sessions,
+and finishes in-flight commits within --shutdown-timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(cmd.Context(), g, f)
 		},
 	}
-	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
-	cmd.Flags().DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for in-flight work on shutdown")
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for in-flight work on shutdown")
+	fl.StringVar(&f.authToken, "auth-token", "", "require this bearer token on API calls (prefer SLUICE_AUTH_TOKEN: flags show in ps)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with --tls-key")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted, in bytes (at least 1 MiB)")
+	fl.DurationVar(&f.flushInterval, "flush-interval", engine.DefaultConfig().Producer.FlushInterval, "how long a producer collects appends into one batch object")
 	return cmd
+}
+
+func (f *serveFlags) validate() error {
+	var errs []error
+	if f.shutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --shutdown-timeout: must be positive", f.shutdownTimeout))
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key must be given together"))
+	}
+	if f.maxBodyBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-body-bytes: must be at least 1048576", f.maxBodyBytes))
+	}
+	if f.flushInterval < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --flush-interval: must not be negative", f.flushInterval))
+	}
+	return errors.Join(errs...)
 }
 
 func runServe(ctx context.Context, g *globals, f *serveFlags) error {
@@ -50,8 +89,16 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.shutdownTimeout <= 0 {
-		return fmt.Errorf("invalid value %v for --shutdown-timeout: must be positive", f.shutdownTimeout)
+	if err := f.validate(); err != nil {
+		return err
+	}
+	var tlsCfg *tls.Config
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -60,6 +107,29 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		return err
 	}
 	defer store.Close()
+
+	ecfg := engine.DefaultConfig()
+	ecfg.Store = store
+	ecfg.Logger = log
+	ecfg.Registerer = reg
+	ecfg.Producer.FlushInterval = f.flushInterval
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return err
+	}
+	opts := []server.Option{
+		server.WithLogger(log),
+		server.WithRegisterer(reg),
+		server.WithMaxBodyBytes(f.maxBodyBytes),
+	}
+	if f.authToken != "" {
+		opts = append(opts, server.WithBearerToken(f.authToken))
+	}
+	api, err := server.New(eng.S2(), opts...)
+	if err != nil {
+		eng.Close(ctx)
+		return err
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
@@ -73,32 +143,68 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		api.Close()
+		eng.Close(ctx)
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	log.Info("sluice serving", slog.String("listen", ln.Addr().String()), slog.String("store", redactURL(g.store)))
+	srv := api.HTTPServer(f.listen)
+	srv.Handler = mux
+	srv.TLSConfig = tlsCfg
+	if tlsCfg != nil {
+		srv.Protocols.SetHTTP2(true)
+	}
+	log.Info("sluice serving", slog.String("listen", ln.Addr().String()), slog.String("store", redactURL(g.store)),
+		slog.Bool("tls", tlsCfg != nil), slog.Bool("auth", f.authToken != ""))
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsCfg != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	var serveErr error
 	select {
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
 	case <-ctx.Done():
+		log.Info("shutting down")
 	}
-	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
+	// Order: stop accepting connections and let unary calls (appends waiting for their
+	// commit) finish; after a short grace, end the sessions that would never end by
+	// themselves (live reads); then drain the producers so that every accepted append is
+	// committed or failed.
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	grace := time.NewTimer(min(2*time.Second, f.shutdownTimeout/2))
+	var shutErr error
+	select {
+	case shutErr = <-shut:
+		api.Close()
+	case <-grace.C:
+		api.Close()
+		shutErr = <-shut
 	}
-	<-errc
-	return nil
+	grace.Stop()
+	if shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
+		serveErr = errors.Join(serveErr, fmt.Errorf("shutdown: %w", shutErr))
+	}
+	if serveErr == nil {
+		<-errc
+	}
+	if err := eng.Close(sctx); err != nil {
+		serveErr = errors.Join(serveErr, err)
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
 }
 
 // openStore opens the store named by --store and instruments it into reg.
