@@ -200,6 +200,33 @@ for (const [label, st] of [["S2S", s2sStream], ["SSE", sseStream]]) {
   });
 }
 
+await check("gzip-compressed S2S sessions", async () => {
+  const gz = new S2({
+    accessToken: process.env.S2_ACCESS_TOKEN ?? "sluice-test-token",
+    endpoints: { account, basin: basinEndpoint },
+    compression: "gzip",
+    retry: { maxAttempts: 2, minBaseDelayMillis: 50, maxBaseDelayMillis: 200 },
+  });
+  const st = gz.basin(basinName).stream(streamName, { forceTransport: "s2s" });
+  const big = "z".repeat(4000);
+  const session = await st.appendSession();
+  const ack = await (await session.submit(AppendInput.create([AppendRecord.string({ body: big }), AppendRecord.string({ body: big })]))).ack();
+  await session.close();
+  assert(ack.start.seqNum === expectedTail && ack.end.seqNum === expectedTail + 2, `ack ${ack.start.seqNum}..${ack.end.seqNum}`);
+  const read = await st.readSession({ start: { from: { seqNum: expectedTail } }, stop: { limits: { count: 2 } } });
+  const recs = await collect(read, 2, { endsByItself: true });
+  assert(recs.length === 2 && recs[1].body === big, `read ${recs.length}`);
+  expectedTail += 2;
+});
+
+await check("ensure and reconfigure stream", async () => {
+  const ens = await basin.streams.ensure({ stream: "compat-ensure", config: { retentionPolicy: { ageSecs: 60 } } });
+  assert(ens.stream.name === "compat-ensure", `ensure ${JSON.stringify(ens)}`);
+  const cfg = await basin.streams.reconfigure({ stream: "compat-ensure", retentionPolicy: { ageSecs: 120 } });
+  assert(cfg.retentionPolicy?.ageSecs === 120, `reconfigure ${JSON.stringify(cfg)}`);
+  await basin.streams.delete({ stream: "compat-ensure" });
+});
+
 await check("seq_num mismatch (unary)", async () => {
   const err = await expectError(
     () => stream.append(AppendInput.create([AppendRecord.string({ body: "x" })], { matchSeqNum: 0 })),
