@@ -220,12 +220,24 @@ func TestS2SReadSessionOverH2C(t *testing.T) {
 }
 
 func TestS2SAppendSessionOverH2C(t *testing.T) {
+	testS2SAppendSession(t, true)
+}
+
+func TestS2SAppendSessionOverHTTP1(t *testing.T) {
+	testS2SAppendSession(t, false)
+}
+
+func testS2SAppendSession(t *testing.T, h2 bool) {
 	env := startServer(t)
 	env.createStream(t, "s")
+	client, major := env.h1, 1
+	if h2 {
+		client, major = env.h2c, 2
+	}
 	pr, pw := io.Pipe()
-	res := env.openStream(t, env.h2c, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, pr)
+	res := env.openStream(t, client, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, pr)
 	defer pw.Close()
-	if res.ProtoMajor != 2 || res.StatusCode != 200 {
+	if res.ProtoMajor != major || res.StatusCode != 200 {
 		t.Fatalf("response %s %d", res.Proto, res.StatusCode)
 	}
 	send := func(in batchfmt.AppendInput, comp s2api.Compression) {
@@ -268,7 +280,7 @@ func TestS2SAppendSessionOverH2C(t *testing.T) {
 
 	// A malformed frame is a terminal 400 bad_frame.
 	pr2, pw2 := io.Pipe()
-	res2 := env.openStream(t, env.h2c, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto"}, pr2)
+	res2 := env.openStream(t, client, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto"}, pr2)
 	defer pw2.Close()
 	if _, err := pw2.Write([]byte{0, 0, 2, 0x60, 1}); err != nil {
 		t.Fatal(err)
