@@ -1,0 +1,153 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Config configures a Reader or a group Consumer. Start from DefaultConfig, set ObjectStore
+// (and Group for a Consumer), and pass it to NewReader or Open, which validate it and report
+// every problem at once.
+//
+// The first five fields are the seeds' ConsumerConfig with its defaults. GCInterval and
+// GCGracePeriod are not used by this package: they are carried here so that one config
+// describes the consumer side, and the daemon hands them to package gc.
+type Config struct {
+	// ObjectStore is where the manifest and the batch objects live. Required.
+	ObjectStore objectstore.Store
+	// ManifestPath is the key of the stream's manifest. Default "ingest/manifest".
+	ManifestPath string
+	// DataPathPrefix is the key prefix of the batch objects. Default "ingest". The manifest
+	// stores full keys, so the reader only checks that it is a valid prefix; package gc uses it.
+	DataPathPrefix string
+	// GCInterval is how often the collector runs. Default 5 minutes.
+	GCInterval time.Duration
+	// GCGracePeriod is the minimum age of an unreferenced object before the collector deletes
+	// it. Default 10 minutes. The producer's commit deadline must be at most half of it.
+	GCGracePeriod time.Duration
+
+	// Group names the consumer group a Consumer joins. Required by Open, ignored by Reader.
+	Group string
+	// ReadAheadDepth is the most batch objects fetched ahead of delivery, in parallel.
+	// Default 4; at least 1 (1 = no parallelism, one object fetched at a time).
+	ReadAheadDepth int
+	// ReadAheadBytes bounds the bytes of objects fetched but not yet delivered. Default 64 MiB.
+	// One object is always fetched even if it alone is larger.
+	ReadAheadBytes int64
+	// PollInterval is how often a follower at the tail re-reads the manifest (with a
+	// conditional GET, so an unchanged manifest costs no body transfer). Default 100 ms; must
+	// be > 0. A Notifier wakes followers at once, between polls.
+	PollInterval time.Duration
+	// Notifier, if set, wakes followers as soon as a producer in the same process signals a
+	// commit (see Notifier). Optional.
+	Notifier *Notifier
+	// MaxBatchRecords and MaxBatchBytes bound one batch returned by Session.Next and
+	// Consumer.Next. Defaults 1000 records and 1 MiB metered, the seeds' read limits.
+	MaxBatchRecords int
+	MaxBatchBytes   int
+	// AckInterval: a group's pending acknowledgements are written at most this long after
+	// the first of them. Default 1 s; must be > 0.
+	AckInterval time.Duration
+	// AckRecords: pending acknowledgements covering this many records are written at once,
+	// without waiting for AckInterval. Default 10000; must be > 0.
+	AckRecords int
+	// Backoff between retries of failed object and manifest reads.
+	Backoff manifest.Backoff
+	// FetchAttempts is how many times a failed object read (other than a missing or corrupt
+	// object) is tried before the session fails. Default 5; at least 1.
+	FetchAttempts int
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the consumer's metrics (sluice_consumer_*). Default nil: metrics are
+	// kept but not registered. Several readers may share one registerer: they share the
+	// collectors.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns the defaults; ObjectStore is nil and must be set.
+func DefaultConfig() Config {
+	return Config{
+		ManifestPath:    "ingest/manifest",
+		DataPathPrefix:  "ingest",
+		GCInterval:      5 * time.Minute,
+		GCGracePeriod:   10 * time.Minute,
+		ReadAheadDepth:  4,
+		ReadAheadBytes:  64 << 20,
+		PollInterval:    100 * time.Millisecond,
+		MaxBatchRecords: 1000,
+		MaxBatchBytes:   1 << 20,
+		AckInterval:     time.Second,
+		AckRecords:      10000,
+		Backoff:         manifest.DefaultBackoff(),
+		FetchAttempts:   5,
+		Logger:          slog.New(slog.DiscardHandler),
+	}
+}
+
+// MaxGroupNameLen bounds consumer group names.
+const MaxGroupNameLen = 128
+
+// Validate reports every problem of c at once (errors.Join), each matching ErrInvalidConfig.
+// Group is not checked here (a Reader does not need one); Open checks it.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.ObjectStore == nil {
+		bad("object store is required")
+	}
+	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
+		bad("manifest path: %v", err)
+	}
+	if err := objectstore.ValidateKey(c.DataPathPrefix + "/x"); c.DataPathPrefix == "" || err != nil {
+		bad("data path prefix %q is not a valid key prefix", c.DataPathPrefix)
+	}
+	if c.GCInterval <= 0 {
+		bad("gc interval %v must be > 0", c.GCInterval)
+	}
+	if c.GCGracePeriod <= 0 {
+		bad("gc grace period %v must be > 0", c.GCGracePeriod)
+	}
+	if len(c.Group) > MaxGroupNameLen {
+		bad("group name is %d bytes, more than %d", len(c.Group), MaxGroupNameLen)
+	}
+	if c.ReadAheadDepth < 1 {
+		bad("read-ahead depth %d must be >= 1", c.ReadAheadDepth)
+	}
+	if c.ReadAheadBytes < 1 {
+		bad("read-ahead bytes %d must be >= 1", c.ReadAheadBytes)
+	}
+	if c.PollInterval <= 0 {
+		bad("poll interval %v must be > 0", c.PollInterval)
+	}
+	if c.MaxBatchRecords < 1 {
+		bad("max batch records %d must be >= 1", c.MaxBatchRecords)
+	}
+	if c.MaxBatchBytes < 8 {
+		bad("max batch bytes %d must be >= 8 (one empty record)", c.MaxBatchBytes)
+	}
+	if c.AckInterval <= 0 {
+		bad("ack interval %v must be > 0", c.AckInterval)
+	}
+	if c.AckRecords < 1 {
+		bad("ack records %d must be >= 1", c.AckRecords)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if c.FetchAttempts < 1 {
+		bad("fetch attempts %d must be >= 1", c.FetchAttempts)
+	}
+	if c.Logger == nil {
+		bad("logger is nil (use slog.New(slog.DiscardHandler))")
+	}
+	return errors.Join(errs...)
+}

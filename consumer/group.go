@@ -1,0 +1,343 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+// Consumer is the one active member of a consumer group on a stream. Open bumps the group's
+// epoch in the manifest, which fences every earlier member, and reads from the group's
+// checkpoint on, following the tail. Acknowledgements advance the checkpoint: they are
+// collected in memory and written (a conditional manifest write) at most AckInterval after
+// the first pending one, as soon as AckRecords records are pending, and on Flush and Close.
+//
+// The checkpoint is the first seq_num not acknowledged: records acknowledged out of order
+// move it only once every record below them is acknowledged. Records the read skipped
+// (SkipCommands, records below the trim point) count as acknowledged.
+//
+// Next, Ack, AckThrough, Flush and Close may be called from different goroutines, but Next
+// from one at a time.
+type Consumer struct {
+	r     *Reader
+	s     *Session
+	group string
+	epoch uint64
+
+	nextMu sync.Mutex // serialises Next
+
+	mu        sync.Mutex
+	low       uint64     // checkpoint candidate: every seq_num below it is acknowledged
+	written   uint64     // the checkpoint in the manifest, as far as we know
+	delivered uint64     // every seq_num below it was handed out (or skipped)
+	acked     []seqRange // acknowledged ranges above low, sorted, disjoint, not touching low
+	fenced    error      // sticky *FencedError
+	pendingAt time.Time  // when the first unwritten ack arrived (zero: none)
+	closed    bool
+
+	flushMu sync.Mutex // serialises checkpoint writes
+	kick    chan struct{}
+	quit    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type seqRange struct{ from, to uint64 } // [from, to)
+
+// GroupOptions modify Open.
+type GroupOptions struct {
+	// SkipCommands leaves command records out of what Next returns (they are acknowledged
+	// implicitly).
+	SkipCommands bool
+}
+
+// Open joins the consumer group cfg.Group of the stream, creating the group if needed, and
+// becomes its active member: the group's epoch is bumped with a conditional manifest write,
+// so the previous member is fenced (its next ack fails with *FencedError). Reading resumes at
+// the group's checkpoint (or at the first readable record, if retention went past it).
+func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Group == "" {
+		errs = append(errs, fmt.Errorf("%w: group name is required", ErrInvalidConfig))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r, err := NewReader(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var epoch uint64
+	snap, err := manifest.Update(ctx, cfg.ObjectStore, cfg.ManifestPath, func(st *manifest.State) error {
+		epoch = st.OpenGroup(cfg.Group)
+		return nil
+	}, manifest.WithBackoff(cfg.Backoff))
+	if err != nil {
+		if errors.Is(err, manifest.ErrNotExist) {
+			return nil, &notFoundError{err}
+		}
+		return nil, fmt.Errorf("consumer: open group %q: %w", cfg.Group, err)
+	}
+	checkpoint := snap.State.Groups[cfg.Group].Checkpoint
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(checkpoint).Clamped(), Follow: true, SkipCommands: opts.SkipCommands})
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch,
+		low: s.Position(), written: checkpoint, delivered: s.Position(),
+		kick: make(chan struct{}, 1), quit: make(chan struct{})}
+	if c.low > checkpoint {
+		c.pendingAt = time.Now() // records below the readable start count as acknowledged
+	}
+	cfg.Logger.Info("joined consumer group", "group", cfg.Group, "epoch", epoch, "checkpoint", checkpoint, "start", c.low)
+	c.wg.Add(1)
+	go c.flushLoop()
+	return c, nil
+}
+
+// Epoch is this member's epoch.
+func (c *Consumer) Epoch() uint64 { return c.epoch }
+
+// Checkpoint returns the acknowledged position in memory (every record below it is
+// acknowledged) and the checkpoint last written to the manifest.
+func (c *Consumer) Checkpoint() (acked, written uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.low, c.written
+}
+
+// Next returns the next batch of records, waiting at the tail until records arrive or ctx
+// ends. A fenced member gets *FencedError.
+func (c *Consumer) Next(ctx context.Context) (Batch, error) {
+	c.nextMu.Lock()
+	defer c.nextMu.Unlock()
+	if err := c.check(); err != nil {
+		return Batch{}, err
+	}
+	prev := c.s.Position()
+	b, err := c.s.Next(ctx)
+	if ferr := c.checkState(c.s.State()); ferr != nil {
+		return Batch{}, ferr
+	}
+	if len(b.Records) > 0 || b.NextSeq > prev {
+		c.mu.Lock()
+		// Whatever the read skipped between prev and NextSeq counts as acknowledged.
+		at := prev
+		for i := range b.Records {
+			if sq := b.Records[i].SeqNum; sq > at {
+				c.addLocked(at, sq)
+			}
+			at = b.Records[i].SeqNum + 1
+		}
+		if b.NextSeq > at {
+			c.addLocked(at, b.NextSeq)
+		}
+		c.delivered = max(c.delivered, b.NextSeq)
+		c.mu.Unlock()
+	}
+	return b, err
+}
+
+// Ack acknowledges one delivered record.
+func (c *Consumer) Ack(seq uint64) error { return c.ack(seq, seq+1) }
+
+// AckThrough acknowledges every delivered record up to and including seq.
+func (c *Consumer) AckThrough(seq uint64) error { return c.ack(0, seq+1) }
+
+func (c *Consumer) ack(from, to uint64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if to > c.delivered {
+		d := c.delivered
+		c.mu.Unlock()
+		return fmt.Errorf("%w: seq_num %d (delivered up to %d)", ErrNotDelivered, to-1, d)
+	}
+	c.addLocked(from, to)
+	full := c.low-c.written >= uint64(c.r.cfg.AckRecords)
+	c.mu.Unlock()
+	if full {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// addLocked marks [from, to) acknowledged and advances low.
+func (c *Consumer) addLocked(from, to uint64) {
+	from = max(from, c.low)
+	if from >= to {
+		return
+	}
+	if c.pendingAt.IsZero() {
+		c.pendingAt = time.Now()
+	}
+	if from == c.low {
+		c.low = to
+	} else {
+		i := sort.Search(len(c.acked), func(i int) bool { return c.acked[i].to >= from })
+		j := i
+		for j < len(c.acked) && c.acked[j].from <= to {
+			from, to = min(from, c.acked[j].from), max(to, c.acked[j].to)
+			j++
+		}
+		c.acked = append(c.acked[:i], append([]seqRange{{from, to}}, c.acked[j:]...)...)
+	}
+	for len(c.acked) > 0 && c.acked[0].from <= c.low {
+		c.low = max(c.low, c.acked[0].to)
+		c.acked = c.acked[1:]
+	}
+}
+
+// check returns the sticky fenced error, or ErrClosed, or whether the session's latest view
+// of the manifest already shows a newer epoch.
+func (c *Consumer) check() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenced != nil {
+		return c.fenced
+	}
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *Consumer) checkState(st *manifest.State) error {
+	g, ok := st.Groups[c.group]
+	if ok && g.Epoch == c.epoch {
+		return nil
+	}
+	return c.setFenced(g.Epoch)
+}
+
+func (c *Consumer) setFenced(current uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenced == nil {
+		c.fenced = &FencedError{Group: c.group, Epoch: c.epoch, Current: current}
+		c.r.m.fenced.Inc()
+		c.r.cfg.Logger.Warn("fenced by a newer group member", "group", c.group, "epoch", c.epoch, "current", current)
+	}
+	return c.fenced
+}
+
+// Flush writes the pending acknowledgements now. A fenced member gets *FencedError.
+func (c *Consumer) Flush(ctx context.Context) error {
+	if err := c.check(); err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	return c.flush(ctx)
+}
+
+func (c *Consumer) flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	low, written, fenced := c.low, c.written, c.fenced
+	c.mu.Unlock()
+	if fenced != nil {
+		return fenced
+	}
+	if low <= written {
+		// Nothing new; still tell a fenced member so on an explicit flush.
+		return nil
+	}
+	var stale *manifest.StaleEpochError
+	snap, err := manifest.Update(ctx, c.r.store, c.r.cfg.ManifestPath, func(st *manifest.State) error {
+		changed, err := st.SetCheckpoint(c.group, c.epoch, low)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return manifest.ErrNoChange
+		}
+		return nil
+	}, manifest.WithBackoff(c.r.cfg.Backoff))
+	switch {
+	case errors.As(err, &stale):
+		return c.setFenced(stale.Current)
+	case errors.Is(err, manifest.ErrNoGroup):
+		return c.setFenced(0)
+	case err != nil:
+		c.r.m.ackErrors.Inc()
+		return fmt.Errorf("consumer: write checkpoint of group %q: %w", c.group, err)
+	}
+	c.r.m.ackWrites.Inc()
+	if ferr := c.checkState(snap.State); ferr != nil {
+		return ferr
+	}
+	c.mu.Lock()
+	c.written = max(c.written, snap.State.Groups[c.group].Checkpoint)
+	if c.low <= c.written {
+		c.pendingAt = time.Time{}
+	} else {
+		c.pendingAt = time.Now()
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// flushLoop writes pending acknowledgements AckInterval after the first of them, or when
+// kicked (AckRecords pending). It stops on Close.
+func (c *Consumer) flushLoop() {
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.quit
+		cancel()
+	}()
+	tick := time.NewTicker(max(c.r.cfg.AckInterval/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.kick:
+		case <-tick.C:
+			c.mu.Lock()
+			due := !c.pendingAt.IsZero() && time.Since(c.pendingAt) >= c.r.cfg.AckInterval
+			c.mu.Unlock()
+			if !due {
+				continue
+			}
+		}
+		if err := c.flush(ctx); err != nil && ctx.Err() == nil {
+			if errors.Is(err, ErrFenced) {
+				return
+			}
+			c.r.cfg.Logger.Warn("checkpoint write failed; retrying on the next tick", "group", c.group, "err", err)
+		}
+	}
+}
+
+// Close writes the pending acknowledgements (unless fenced), stops the background writer and
+// the read, and waits for them. It returns the final write's error (*FencedError if fenced).
+func (c *Consumer) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.quit)
+	c.wg.Wait()
+	err := c.flush(ctx)
+	c.s.cancel() // wakes a Next waiting at the tail
+	c.nextMu.Lock()
+	c.s.Close()
+	c.nextMu.Unlock()
+	return err
+}

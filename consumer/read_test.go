@@ -1,0 +1,321 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// expectations computed from the writer's records.
+func fromSeq(want []wantRec, s uint64) []wantRec {
+	if s >= uint64(len(want)) {
+		return nil
+	}
+	return want[s:]
+}
+
+func fromTS(want []wantRec, ts uint64) []wantRec {
+	for i := range want {
+		if want[i].ts >= ts {
+			return want[i:]
+		}
+	}
+	return nil
+}
+
+func limit(want []wantRec, count, bytes, until *uint64) []wantRec {
+	var sum uint64
+	for i := range want {
+		if count != nil && uint64(i) >= *count {
+			return want[:i]
+		}
+		if until != nil && want[i].ts >= *until {
+			return want[:i]
+		}
+		sum += uint64(want[i].metered)
+		if bytes != nil && sum > *bytes {
+			return want[:i]
+		}
+	}
+	return want
+}
+
+func TestStartPositions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+		rng := rand.New(rand.NewPCG(seed(t), 1))
+		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+		f.standard(rng, 10)
+		r := f.reader(func(c *Config) { c.ReadAheadDepth = 1 + rng.IntN(4); c.MaxBatchRecords = 1 + rng.IntN(7) })
+		ctx := context.Background()
+		n := uint64(len(f.want))
+		last := f.want[n-1].ts
+		t.Logf("%d records", n)
+
+		starts := []uint64{0, 1, n - 1, n}
+		for range 12 {
+			starts = append(starts, uint64(rng.IntN(int(n+1))))
+		}
+		for _, s := range starts {
+			got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(s)})
+			if err != nil {
+				t.Fatalf("seq_num %d: %v", s, err)
+			}
+			check(t, fmt.Sprintf("seq_num %d", s), got, fromSeq(f.want, s))
+		}
+		tss := []uint64{0, baseTS, f.want[0].ts, last, last + 1}
+		for range 12 {
+			w := f.want[rng.IntN(int(n))].ts
+			tss = append(tss, w, w-1, w+1)
+		}
+		for _, ts := range tss {
+			got, err := r.ReadAll(ctx, ReadRequest{Start: AtTimestamp(ts)})
+			if err != nil {
+				t.Fatalf("timestamp %d: %v", ts, err)
+			}
+			check(t, fmt.Sprintf("timestamp %d", ts), got, fromTS(f.want, ts))
+		}
+		for _, k := range []uint64{0, 1, 2, n - 1, n, n + 1, n + 100, uint64(rng.IntN(int(n)))} {
+			got, err := r.ReadAll(ctx, ReadRequest{Start: AtTailOffset(k)})
+			if err != nil {
+				t.Fatalf("tail_offset %d: %v", k, err)
+			}
+			check(t, fmt.Sprintf("tail_offset %d", k), got, f.want[n-min(k, n):])
+		}
+		// Past the tail: a typed error carrying the tail, or with clamp an empty read.
+		for _, s := range []uint64{n + 1, n + 1000} {
+			_, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(s)})
+			var re *RangeError
+			if !errors.As(err, &re) || !errors.Is(err, ErrOutOfRange) || re.Tail != (manifest.Position{SeqNum: n, Timestamp: last}) || re.Start != s {
+				t.Fatalf("seq_num %d past the tail: %v", s, err)
+			}
+			got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(s).Clamped()})
+			if err != nil || len(got) != 0 {
+				t.Fatalf("clamped seq_num %d: %d records, %v", s, len(got), err)
+			}
+		}
+		tail, err := r.CheckTail(ctx)
+		if err != nil || tail != (manifest.Position{SeqNum: n, Timestamp: last}) {
+			t.Fatalf("check tail: %+v, %v", tail, err)
+		}
+	})
+}
+
+func TestLimits(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+		rng := rand.New(rand.NewPCG(seed(t), 2))
+		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionZstd)
+		f.standard(rng, 8)
+		r := f.reader(func(c *Config) { c.ReadAheadDepth = 1 + rng.IntN(4); c.MaxBatchRecords = 1 + rng.IntN(7) })
+		ctx := context.Background()
+		n := uint64(len(f.want))
+		var total uint64
+		for _, w := range f.want {
+			total += uint64(w.metered)
+		}
+		for i := range 40 {
+			s := uint64(rng.IntN(int(n + 1)))
+			var count, bytes, until *uint64
+			if i%4 == 0 || rng.IntN(2) == 0 {
+				count = u64(uint64(rng.IntN(int(n + 2))))
+			}
+			if i%4 == 1 || rng.IntN(3) == 0 {
+				bytes = u64(uint64(rng.IntN(int(total/2 + 1))))
+			}
+			if i%4 == 2 || rng.IntN(3) == 0 {
+				until = u64(f.want[rng.IntN(int(n))].ts + uint64(rng.IntN(3)) - 1)
+			}
+			req := ReadRequest{Start: AtSeqNum(s), Count: count, Bytes: bytes, Until: until}
+			what := fmt.Sprintf("from %d count %v bytes %v until %v", s, deref(count), deref(bytes), deref(until))
+			got, err := r.ReadAll(ctx, req)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			check(t, what, got, limit(fromSeq(f.want, s), count, bytes, until))
+			// A following read with limits ends at them too when they fall inside the stream.
+			if count != nil && s+*count <= n {
+				req.Follow = true
+				got, err := r.ReadAll(ctx, req)
+				if err != nil {
+					t.Fatalf("follow %s: %v", what, err)
+				}
+				check(t, "follow "+what, got, limit(fromSeq(f.want, s), count, bytes, until))
+			}
+		}
+		// Exact byte boundary: the bytes of the first k records admit exactly k.
+		for k := range 5 {
+			var b uint64
+			for _, w := range f.want[:k] {
+				b += uint64(w.metered)
+			}
+			got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0), Bytes: u64(b)})
+			if err != nil || len(got) != k {
+				t.Fatalf("bytes %d: %d records (want %d), %v", b, len(got), k, err)
+			}
+			got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0), Bytes: u64(b + uint64(f.want[k].metered) - 1)})
+			if err != nil || len(got) != k {
+				t.Fatalf("bytes %d-1: %d records (want %d), %v", b+uint64(f.want[k].metered), len(got), k, err)
+			}
+		}
+	})
+}
+
+func deref(p *uint64) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}
+
+func TestSkipCommandsAndTrim(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	rng := rand.New(rand.NewPCG(seed(t), 3))
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rng, 6)
+	r := f.reader(nil)
+	got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0), SkipCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envelopes []wantRec
+	for _, w := range f.want {
+		if w.command == "" {
+			envelopes = append(envelopes, w)
+		}
+	}
+	if len(envelopes) == len(f.want) {
+		t.Fatal("fixture has no command records")
+	}
+	check(t, "skip commands", got, envelopes)
+	// Count does not count skipped command records.
+	got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0), SkipCommands: true, Count: u64(uint64(len(envelopes) - 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "skip commands, count", got, envelopes[:len(envelopes)-1])
+
+	// Trim to the middle: reads starting below the trim point start at it.
+	n := uint64(len(f.want))
+	tp := n / 2
+	f.object([]batchfmt.Record{batchfmt.TrimRecord(tp)})
+	for _, req := range []ReadRequest{{Start: AtSeqNum(0)}, {Start: AtSeqNum(tp - 1)}, {Start: AtTimestamp(0)}, {Start: AtTailOffset(n + 5)}} {
+		got, err := r.ReadAll(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprintf("after trim, %s %d", req.Start.Kind, req.Start.Value), got, f.want[tp:])
+	}
+}
+
+func TestUnaryRead(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	rng := rand.New(rand.NewPCG(seed(t), 4))
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rng, 6)
+	n := uint64(len(f.want))
+	r := f.reader(func(c *Config) { c.MaxBatchRecords = 7 })
+	b, err := r.Read(ctx, ReadRequest{Start: AtSeqNum(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "unary", b.Records, f.want[3:10])
+	if b.Tail.SeqNum != n || b.NextSeq != 10 {
+		t.Fatalf("tail %+v next %d", b.Tail, b.NextSeq)
+	}
+	b, err = r.Read(ctx, ReadRequest{Start: AtSeqNum(n)})
+	if err != nil || len(b.Records) != 0 || b.Tail.SeqNum != n {
+		t.Fatalf("read at the tail: %d records, tail %+v, %v", len(b.Records), b.Tail, err)
+	}
+	if _, err := r.Read(ctx, ReadRequest{}); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("no start: %v", err)
+	}
+	missing := DefaultConfig()
+	missing.ObjectStore = store
+	missing.ManifestPath = "nope/manifest"
+	rm, _ := NewReader(missing)
+	if _, err := rm.Read(ctx, ReadRequest{Start: AtSeqNum(0)}); !errors.Is(err, ErrStreamNotFound) || !errors.Is(err, manifest.ErrNotExist) {
+		t.Fatalf("missing stream: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	var c Config
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("zero config accepted")
+	}
+	n := len(err.(interface{ Unwrap() []error }).Unwrap())
+	if n < 10 || !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("zero config: %d problems reported: %v", n, err)
+	}
+	c = DefaultConfig()
+	c.ObjectStore = objectstore.NewMemStore()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if _, err := Open(context.Background(), c, GroupOptions{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("open without a group: %v", err)
+	}
+}
+
+func TestCorruptAndMissingObjects(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(seed(t), 5))
+		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+		f.standard(rng, 5)
+		snap, err := manifest.Load(ctx, store, f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim := snap.State.Entries[2]
+		r := f.reader(func(c *Config) { c.FetchAttempts = 1 })
+
+		data, _, err := objectstore.ReadAll(ctx, store, victim.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := append([]byte(nil), data...)
+		bad[len(bad)/2] ^= 0x40
+		if _, err := objectstore.PutBytes(ctx, store, victim.Key, bad, objectstore.Unconditional()); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0)})
+		var oe *ObjectError
+		if !errors.As(err, &oe) || !errors.Is(err, ErrCorrupt) || !errors.Is(err, batchfmt.ErrCorrupt) ||
+			oe.Key != victim.Key || oe.FirstSeq != victim.FirstSeq || oe.EndSeq != victim.EndSeq() {
+			t.Fatalf("corrupt object: %v", err)
+		}
+		// Everything before the corrupt object was delivered, nothing after it.
+		check(t, "before corruption", got, f.want[:victim.FirstSeq])
+
+		if err := store.Delete(ctx, victim.Key); err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(victim.FirstSeq)})
+		if !errors.As(err, &oe) || !errors.Is(err, ErrMissingObject) || errors.Is(err, ErrCorrupt) ||
+			oe.Key != victim.Key || oe.FirstSeq != victim.FirstSeq {
+			t.Fatalf("missing object: %v", err)
+		}
+		// A truncated object (valid prefix) is corrupt too.
+		if _, err := objectstore.PutBytes(ctx, store, victim.Key, data[:len(data)-1], objectstore.Unconditional()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(victim.FirstSeq)}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated object: %v", err)
+		}
+		// Reads that do not touch it are unaffected.
+		got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(victim.EndSeq())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "after the bad object", got, f.want[victim.EndSeq():])
+	})
+}

@@ -1,0 +1,257 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// StartKind says which start position a ReadRequest uses.
+type StartKind uint8
+
+const (
+	// StartUnset is the zero value: a request without a start is invalid.
+	StartUnset StartKind = iota
+	// StartSeqNum starts at a seq_num.
+	StartSeqNum
+	// StartTimestamp starts at the first record whose timestamp is at or after a value.
+	StartTimestamp
+	// StartTailOffset starts a number of records before the tail.
+	StartTailOffset
+)
+
+func (k StartKind) String() string {
+	switch k {
+	case StartSeqNum:
+		return "seq_num"
+	case StartTimestamp:
+		return "timestamp"
+	case StartTailOffset:
+		return "tail_offset"
+	}
+	return "unset"
+}
+
+// Start is exactly one start position. Build it with AtSeqNum, AtTimestamp or AtTailOffset.
+type Start struct {
+	Kind  StartKind
+	Value uint64
+	// Clamp: a start past the tail starts at the tail instead of failing with *RangeError.
+	Clamp bool
+}
+
+// AtSeqNum starts at seq_num n.
+func AtSeqNum(n uint64) Start { return Start{Kind: StartSeqNum, Value: n} }
+
+// AtTimestamp starts at the first record whose timestamp is at or after ts (ms).
+func AtTimestamp(ts uint64) Start { return Start{Kind: StartTimestamp, Value: ts} }
+
+// AtTailOffset starts n records before the tail (at 0 if the stream holds fewer).
+func AtTailOffset(n uint64) Start { return Start{Kind: StartTailOffset, Value: n} }
+
+// Clamped returns s with Clamp set.
+func (s Start) Clamped() Start { s.Clamp = true; return s }
+
+// ReadRequest describes one read: where it starts, when it stops, and what it skips.
+type ReadRequest struct {
+	Start Start
+	// Count, if set, stops the read after this many records (0 reads nothing).
+	Count *uint64
+	// Bytes, if set, stops the read before a record that would take the metered bytes read
+	// past this value.
+	Bytes *uint64
+	// Until, if set, stops the read at the first record whose timestamp is at or after it
+	// (exclusive end, ms).
+	Until *uint64
+	// Follow: at the tail, wait for more records instead of ending the read. A following read
+	// ends only at its limits, on error, or when its context ends.
+	Follow bool
+	// SkipCommands leaves command records (fence, trim) out of the read. They still take their
+	// seq_nums; they count toward no limit.
+	SkipCommands bool
+}
+
+// Validate reports every problem of the request.
+func (q *ReadRequest) Validate() error {
+	if q.Start.Kind == StartUnset || q.Start.Kind > StartTailOffset {
+		return fmt.Errorf("%w: exactly one of seq_num, timestamp or tail_offset must be given", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Record is one record as a reader sees it: its position, headers and body. Headers and Body
+// alias the fetched object; they stay valid as long as the caller keeps them and must not be
+// modified.
+type Record struct {
+	SeqNum    uint64
+	Timestamp uint64
+	Headers   []batchfmt.Header
+	Body      []byte
+}
+
+// Command returns the command name of a command record ("fence", "trim"), or "".
+func (r *Record) Command() string {
+	if len(r.Headers) == 1 && len(r.Headers[0].Name) == 0 {
+		return string(r.Headers[0].Value)
+	}
+	return ""
+}
+
+// MeteredSize is the record's metered size (see batchfmt.Record.MeteredSize).
+func (r *Record) MeteredSize() int {
+	n := 8 + len(r.Body)
+	for _, h := range r.Headers {
+		n += 2 + len(h.Name) + len(h.Value)
+	}
+	return n
+}
+
+// Batch is what one Next or Read returns: records in seq_num order, the stream's tail as the
+// reader last saw it, and NextSeq, the position the read continues from (every seq_num below
+// it was delivered or skipped).
+type Batch struct {
+	Records []Record
+	Tail    manifest.Position
+	NextSeq uint64
+}
+
+// Reader reads one stream (Config.ManifestPath). It is stateless as far as the stream is
+// concerned: it never writes, never touches a consumer group's epoch, and serves any number
+// of concurrent reads (Read, Open). It keeps a cache of sealed segments, shared by its reads.
+type Reader struct {
+	cfg   Config
+	store objectstore.Store
+	m     *metrics
+
+	mu  sync.Mutex
+	idx *manifest.Index // segment cache; nil until the first load
+}
+
+// NewReader validates cfg and returns a reader. It does no I/O.
+func NewReader(cfg Config) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: register metrics: %w", err)
+	}
+	return &Reader{cfg: cfg, store: cfg.ObjectStore, m: m}, nil
+}
+
+// Config returns the reader's configuration.
+func (r *Reader) Config() Config { return r.cfg }
+
+func (r *Reader) index(st *manifest.State) *manifest.Index {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.idx == nil {
+		r.idx = manifest.NewIndex(r.store, st)
+		return r.idx
+	}
+	return r.idx.WithState(st)
+}
+
+// loadManifest reads the manifest; with ifNoneMatch set it returns (nil, "", nil) when the
+// manifest is still at that version (a conditional GET: no body is transferred). A missing
+// or deleted (empty, see package gc) manifest is ErrStreamNotFound.
+func (r *Reader) loadManifest(ctx context.Context, ifNoneMatch string) (*manifest.State, string, error) {
+	obj, err := r.store.Get(ctx, r.cfg.ManifestPath, objectstore.GetOptions{IfNoneMatch: ifNoneMatch})
+	switch {
+	case errors.Is(err, objectstore.ErrNotModified):
+		return nil, "", nil
+	case errors.Is(err, objectstore.ErrNotFound):
+		return nil, "", &notFoundError{err}
+	case err != nil:
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.ManifestPath, err)
+	}
+	defer obj.Body.Close()
+	var buf bytes.Buffer
+	buf.Grow(int(max(obj.Size, 0)))
+	if _, err := buf.ReadFrom(obj.Body); err != nil {
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.ManifestPath, err)
+	}
+	if buf.Len() == 0 {
+		// The collector empties a manifest before deleting it (delete_on_empty).
+		return nil, "", &notFoundError{fmt.Errorf("manifest %s is being deleted", r.cfg.ManifestPath)}
+	}
+	st, err := manifest.Decode(r.cfg.ManifestPath, buf.Bytes())
+	if err != nil {
+		return nil, "", err
+	}
+	return st, obj.Version, nil
+}
+
+// CheckTail returns the stream's tail: the next seq_num and the last record's timestamp.
+func (r *Reader) CheckTail(ctx context.Context) (manifest.Position, error) {
+	st, _, err := r.loadManifest(ctx, "")
+	if err != nil {
+		return manifest.Position{}, err
+	}
+	return st.Tail, nil
+}
+
+// Read is a unary read: it returns the records available now from req.Start, up to the
+// request's limits and at most Config.MaxBatchRecords records and MaxBatchBytes metered
+// bytes (S2's unary caps). With req.Follow it waits (until ctx ends) for at least one record
+// when none is available; otherwise it returns at once, possibly with no records. The batch's
+// Tail is the tail the read saw. A start past the tail without Clamp is *RangeError.
+func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
+	s, err := r.Open(ctx, req)
+	if err != nil {
+		return Batch{}, err
+	}
+	defer s.Close()
+	var out Batch
+	outBytes := 0
+	for {
+		left := r.cfg.MaxBatchRecords - len(out.Records)
+		leftBytes := r.cfg.MaxBatchBytes - outBytes
+		if left <= 0 || leftBytes < 8 {
+			return out, nil
+		}
+		b, err := s.read(ctx, left, leftBytes, req.Follow && len(out.Records) == 0)
+		out.Tail, out.NextSeq = b.Tail, b.NextSeq
+		for i := range b.Records {
+			outBytes += b.Records[i].MeteredSize()
+		}
+		out.Records = append(out.Records, b.Records...)
+		if errors.Is(err, ErrDone) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(b.Records) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// ReadAll reads from req.Start until the read ends (its limits, or the tail without Follow)
+// and returns every record; for tests and small tools.
+func (r *Reader) ReadAll(ctx context.Context, req ReadRequest) ([]Record, error) {
+	s, err := r.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var out []Record
+	for {
+		b, err := s.Next(ctx)
+		out = append(out, b.Records...)
+		if errors.Is(err, ErrDone) || errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}

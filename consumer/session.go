@@ -1,0 +1,517 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Session is one ordered read of a stream: Next returns batches of records in seq_num order,
+// fetched ahead in parallel. A Session is used by one goroutine; Close stops its fetches and
+// waits for them.
+type Session struct {
+	r   *Reader
+	req ReadRequest
+
+	ctx    context.Context // ends on Close; owns the fetch goroutines
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	st      *manifest.State
+	version string
+	idx     *manifest.Index
+
+	next    uint64 // every seq_num below it was delivered or skipped
+	planned uint64 // entries ending at or below it are fetched or queued
+	minTS   uint64 // records with earlier timestamps are skipped (timestamp start)
+	queue   []*fetch
+	queued  int64 // object bytes in queue
+	cur     *cursor
+
+	count, bytes uint64 // delivered so far, for the limits
+	done         bool
+	err          error // sticky
+	closed       bool
+}
+
+type fetch struct {
+	e     manifest.Entry
+	done  chan struct{}
+	batch *batchfmt.Batch
+	err   error
+}
+
+// cursor walks the committed records of one decoded object, numbering them and replaying
+// their timestamps; it can hold one record back (valid) for the next Next.
+type cursor struct {
+	e       manifest.Entry
+	it      *batchfmt.Iterator
+	clock   *manifest.Clock
+	nextSeq uint64
+
+	valid bool
+	seq   uint64
+	ts    uint64
+	rec   batchfmt.Record
+}
+
+func (c *cursor) advance() bool {
+	if !c.it.Next() {
+		return false
+	}
+	c.rec = c.it.Record()
+	c.seq = c.nextSeq
+	c.nextSeq++
+	c.ts = c.clock.Next(c.rec.HasTimestamp, c.rec.Timestamp)
+	c.valid = true
+	return true
+}
+
+// Open starts a session at req.Start. It reads the manifest once to resolve the start: a
+// seq_num past the tail fails with *RangeError unless Clamp; a position below the first
+// readable record (trim point, retention) starts at the first readable record; a timestamp
+// after every record starts at the tail; a tail offset larger than the stream starts at 0.
+func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	st, version, err := r.loadManifest(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	idx := r.index(st)
+	tail := st.Tail
+	readable := st.ReadableStart()
+	var start, minTS uint64
+	switch req.Start.Kind {
+	case StartSeqNum:
+		start = req.Start.Value
+		if start > tail.SeqNum {
+			if !req.Start.Clamp {
+				return nil, &RangeError{Start: start, Tail: tail}
+			}
+			start = tail.SeqNum
+		}
+	case StartTimestamp:
+		minTS = req.Start.Value
+		e, ok, err := idx.FindTimestamp(ctx, minTS)
+		if err != nil {
+			return nil, err
+		}
+		start = tail.SeqNum
+		if ok {
+			start = e.FirstSeq
+		}
+	case StartTailOffset:
+		start = tail.SeqNum - min(req.Start.Value, tail.SeqNum)
+	}
+	start = max(start, readable)
+	sctx, cancel := context.WithCancel(context.Background())
+	return &Session{r: r, req: req, ctx: sctx, cancel: cancel, st: st, version: version, idx: idx,
+		next: start, planned: start, minTS: minTS}, nil
+}
+
+// Position is the seq_num the session continues from.
+func (s *Session) Position() uint64 { return s.next }
+
+// Tail is the stream's tail as the session last saw it.
+func (s *Session) Tail() manifest.Position { return s.st.Tail }
+
+// State is the manifest state the session last read (do not modify it).
+func (s *Session) State() *manifest.State { return s.st }
+
+// Next returns the next batch: at least one record, at most Config.MaxBatchRecords records and
+// MaxBatchBytes metered bytes (a single larger record comes alone). It blocks while the
+// session follows the tail and no record is available. After the last batch of a read that
+// ended (its limits, or the tail without Follow) it returns ErrDone.
+func (s *Session) Next(ctx context.Context) (Batch, error) {
+	for {
+		b, err := s.read(ctx, s.r.cfg.MaxBatchRecords, s.r.cfg.MaxBatchBytes, true)
+		if err != nil || len(b.Records) > 0 {
+			return b, err
+		}
+	}
+}
+
+// Poll is Next without waiting at the tail: when no record is available it returns an empty
+// batch (carrying the tail) and no error. It still waits for objects being fetched.
+func (s *Session) Poll(ctx context.Context, maxRecords, maxBytes int) (Batch, error) {
+	if maxRecords < 1 || maxBytes < 8 {
+		return Batch{}, fmt.Errorf("%w: poll limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
+	}
+	return s.read(ctx, maxRecords, maxBytes, false)
+}
+
+// Close stops the session's fetches and waits for them.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	s.wg.Wait()
+	s.queue, s.cur = nil, nil
+	return nil
+}
+
+func (s *Session) batch(recs []Record) Batch {
+	return Batch{Records: recs, Tail: s.st.Tail, NextSeq: s.next}
+}
+
+func (s *Session) limitReached() bool {
+	return s.req.Count != nil && s.count >= *s.req.Count
+}
+
+// read is the session's engine. wait: block at the tail when following.
+func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
+	if s.closed {
+		return Batch{}, ErrClosed
+	}
+	if s.err != nil {
+		return s.batch(nil), s.err
+	}
+	var out []Record
+	outBytes := 0
+	for {
+		if !s.done && s.limitReached() {
+			s.done = true
+		}
+		if s.done {
+			if len(out) > 0 {
+				return s.batch(out), nil
+			}
+			return s.batch(nil), ErrDone
+		}
+		if s.cur != nil {
+			if s.pull(&out, &outBytes, maxRecords, maxBytes) {
+				return s.batch(out), nil
+			}
+			if s.done {
+				continue
+			}
+			if err := s.cur.it.Err(); err != nil {
+				return s.fail(out, s.objectErr(&s.cur.e, ErrCorrupt, err))
+			}
+			s.next = max(s.next, s.cur.e.EndSeq())
+			s.cur = nil
+			continue
+		}
+		if err := s.fill(ctx); err != nil {
+			return s.fail(out, err)
+		}
+		if len(s.queue) > 0 {
+			f := s.queue[0]
+			if len(out) > 0 {
+				select {
+				case <-f.done:
+				default:
+					return s.batch(out), nil // deliver what we have rather than wait
+				}
+			}
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return s.batch(out), ctx.Err()
+			}
+			s.queue = s.queue[1:]
+			s.queued -= int64(f.e.ObjectBytes)
+			if f.err != nil {
+				if errors.Is(f.err, ErrMissingObject) {
+					gone, err := s.droppedByRetention(ctx, &f.e)
+					if err != nil {
+						return s.fail(out, err)
+					}
+					if gone {
+						s.r.cfg.Logger.Info("object dropped by retention while reading; skipping its records",
+							"key", f.e.Key, "first_seq", f.e.FirstSeq, "end_seq", f.e.EndSeq())
+						s.next = max(s.next, f.e.EndSeq())
+						continue
+					}
+				}
+				return s.fail(out, f.err)
+			}
+			s.cur = &cursor{e: f.e, it: f.batch.Iter(f.e.IsRejected), clock: f.e.Clock(), nextSeq: f.e.FirstSeq}
+			continue
+		}
+		// At the tail of the manifest we hold.
+		if len(out) > 0 {
+			return s.batch(out), nil
+		}
+		var wake <-chan struct{}
+		if s.r.cfg.Notifier != nil && s.req.Follow && wait {
+			wake = s.r.cfg.Notifier.Wait(s.r.cfg.ManifestPath)
+		}
+		changed, err := s.refresh(ctx)
+		if err != nil {
+			return s.fail(nil, err)
+		}
+		if changed {
+			continue
+		}
+		if !s.req.Follow {
+			s.done = true
+			continue
+		}
+		if !wait {
+			return s.batch(nil), nil
+		}
+		t := time.NewTimer(s.r.cfg.PollInterval)
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s.batch(nil), ctx.Err()
+		case <-s.ctx.Done():
+			t.Stop()
+			return s.batch(nil), ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+// fail records a permanent error; records already collected are returned with it.
+func (s *Session) fail(out []Record, err error) (Batch, error) {
+	if ctxErr := s.ctx.Err(); ctxErr == nil && !isCtxErr(err) {
+		s.err = err
+	}
+	return s.batch(out), err
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// pull moves records of the current object into out. It reports true when out is full (the
+// per-call limits); false when the object is exhausted or the read is done.
+func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) bool {
+	c := s.cur
+	for {
+		if !c.valid && !c.advance() {
+			return false
+		}
+		if c.seq < s.next {
+			c.valid = false
+			continue
+		}
+		if c.ts < s.minTS {
+			s.next = c.seq + 1
+			c.valid = false
+			continue
+		}
+		if s.req.Until != nil && c.ts >= *s.req.Until {
+			s.done = true
+			return false
+		}
+		if s.req.SkipCommands && c.rec.IsCommand() {
+			s.next = c.seq + 1
+			c.valid = false
+			continue
+		}
+		if s.limitReached() {
+			s.done = true
+			return false
+		}
+		m := c.rec.MeteredSize()
+		if s.req.Bytes != nil && s.bytes+uint64(m) > *s.req.Bytes {
+			s.done = true
+			return false
+		}
+		if len(*out) >= maxRecords || (len(*out) > 0 && *outBytes+m > maxBytes) {
+			return true
+		}
+		rec := Record{SeqNum: c.seq, Timestamp: c.ts, Body: c.rec.Body}
+		if len(c.rec.Headers) > 0 {
+			rec.Headers = append([]batchfmt.Header(nil), c.rec.Headers...)
+		}
+		*out = append(*out, rec)
+		*outBytes += m
+		s.count++
+		s.bytes += uint64(m)
+		s.next = c.seq + 1
+		c.valid = false
+		s.r.m.records.Inc()
+		s.r.m.bytes.Add(float64(m))
+	}
+}
+
+var errEnough = errors.New("enough entries")
+
+// fill plans the entries after s.planned and starts fetching them, up to the read-ahead
+// depth and bytes.
+func (s *Session) fill(ctx context.Context) error {
+	depth := s.r.cfg.ReadAheadDepth
+	for len(s.queue) < depth && (len(s.queue) == 0 || s.queued < s.r.cfg.ReadAheadBytes) {
+		if s.planned >= s.st.Tail.SeqNum {
+			return nil
+		}
+		var batch []manifest.Entry
+		want := depth - len(s.queue)
+		err := s.idx.Walk(ctx, s.planned, func(e *manifest.Entry) error {
+			if e.Records == 0 || e.EndSeq() <= s.planned {
+				return nil
+			}
+			batch = append(batch, *e)
+			if len(batch) >= want {
+				return errEnough
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for i := range batch {
+			e := batch[i]
+			if len(s.queue) > 0 && s.queued+int64(e.ObjectBytes) > s.r.cfg.ReadAheadBytes {
+				return nil
+			}
+			s.start(e)
+			s.planned = e.EndSeq()
+		}
+	}
+	return nil
+}
+
+// start launches the fetch of one entry's object.
+func (s *Session) start(e manifest.Entry) {
+	f := &fetch{e: e, done: make(chan struct{})}
+	s.queue = append(s.queue, f)
+	s.queued += int64(e.ObjectBytes)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(f.done)
+		f.batch, f.err = s.r.fetchObject(s.ctx, &f.e)
+	}()
+}
+
+// fetchObject reads and checks one batch object, retrying plain failures.
+func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.Batch, error) {
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		data, _, err := objectstore.ReadAll(ctx, r.store, e.Key)
+		r.m.fetchLatency.Observe(time.Since(t0).Seconds())
+		switch {
+		case err == nil:
+			r.m.fetches.Inc()
+			r.m.fetchBytes.Add(float64(len(data)))
+			b, err := checkObject(e, data)
+			if err != nil {
+				r.m.fetchErrors.WithLabelValues("corrupt").Inc()
+				return nil, err
+			}
+			return b, nil
+		case errors.Is(err, objectstore.ErrNotFound):
+			r.m.fetchErrors.WithLabelValues("missing").Inc()
+			return nil, objectErr(e, ErrMissingObject, err)
+		case errors.Is(err, objectstore.ErrCorrupt):
+			r.m.fetchErrors.WithLabelValues("corrupt").Inc()
+			return nil, objectErr(e, ErrCorrupt, err)
+		}
+		r.m.fetchErrors.WithLabelValues("other").Inc()
+		if ctx.Err() != nil || attempt+1 >= r.cfg.FetchAttempts {
+			return nil, fmt.Errorf("consumer: read object %q (seq_nums %d..%d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
+		}
+		r.cfg.Logger.Warn("object read failed, retrying", "key", e.Key, "attempt", attempt, "err", err)
+		if r.cfg.Backoff.Sleep(ctx, attempt) != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// checkObject decodes an object and checks it against its entry.
+func checkObject(e *manifest.Entry, data []byte) (*batchfmt.Batch, error) {
+	if uint64(len(data)) != e.ObjectBytes {
+		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object is %d bytes, the manifest says %d", len(data), e.ObjectBytes))
+	}
+	b, err := batchfmt.Decode(data)
+	if err != nil {
+		return nil, objectErr(e, ErrCorrupt, err)
+	}
+	if b.NumAppends() != int(e.Appends) {
+		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object holds %d appends, the manifest says %d", b.NumAppends(), e.Appends))
+	}
+	var n uint64
+	for i := range b.NumAppends() {
+		if !e.IsRejected(i) {
+			n += uint64(b.Append(i).RecordCount)
+		}
+	}
+	if n != e.Records {
+		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object holds %d committed records, the manifest says %d", n, e.Records))
+	}
+	return b, nil
+}
+
+func objectErr(e *manifest.Entry, kind, err error) *ObjectError {
+	return &ObjectError{Key: e.Key, FirstSeq: e.FirstSeq, EndSeq: e.EndSeq(), Kind: kind, Err: err}
+}
+
+func (s *Session) objectErr(e *manifest.Entry, kind, err error) *ObjectError {
+	return objectErr(e, kind, err)
+}
+
+// refresh re-reads the manifest if it changed (conditional GET). It reports whether the
+// stream has moved past what the session had planned.
+func (s *Session) refresh(ctx context.Context) (bool, error) {
+	var st *manifest.State
+	var version string
+	var err error
+	for attempt := 0; ; attempt++ {
+		st, version, err = s.r.loadManifest(ctx, s.version)
+		if err == nil || errors.Is(err, ErrStreamNotFound) || errors.Is(err, manifest.ErrCorrupt) ||
+			errors.Is(err, manifest.ErrUnsupportedVersion) || ctx.Err() != nil || attempt+1 >= s.r.cfg.FetchAttempts {
+			break
+		}
+		s.r.m.polls.WithLabelValues("error").Inc()
+		s.r.cfg.Logger.Warn("manifest read failed, retrying", "path", s.r.cfg.ManifestPath, "attempt", attempt, "err", err)
+		if s.r.cfg.Backoff.Sleep(ctx, attempt) != nil {
+			return false, ctx.Err()
+		}
+	}
+	if err != nil {
+		s.r.m.polls.WithLabelValues("error").Inc()
+		return false, err
+	}
+	if st == nil {
+		s.r.m.polls.WithLabelValues("not_modified").Inc()
+		return false, nil
+	}
+	s.r.m.polls.WithLabelValues("changed").Inc()
+	if st.Generation != s.st.Generation {
+		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.ManifestPath)
+	}
+	s.st, s.version, s.idx = st, version, s.idx.WithState(st)
+	if rs := st.ReadableStart(); s.next < rs {
+		// Trimmed or dropped by retention while we lagged: those records are no longer
+		// readable (S2 semantics), continue at the first readable one.
+		s.next = rs
+		s.planned = max(s.planned, rs)
+	}
+	return s.planned < st.Tail.SeqNum, nil
+}
+
+// droppedByRetention reports whether a missing object's entry has left the manifest (so the
+// collector was entitled to delete it) after re-reading the manifest.
+func (s *Session) droppedByRetention(ctx context.Context, e *manifest.Entry) (bool, error) {
+	if _, err := s.refresh(ctx); err != nil {
+		return false, err
+	}
+	if e.EndSeq() <= s.st.FirstSeq() {
+		return true, nil
+	}
+	found, ok, err := s.idx.FindSeq(ctx, e.FirstSeq)
+	if err != nil {
+		return false, err
+	}
+	return !ok || found.Key != e.Key, nil
+}

@@ -1,0 +1,53 @@
+package manifest
+
+// Retention primitives used by package gc and package consumer. They add to DropPoint and
+// DropBefore (groups.go) without changing them.
+
+// ReadableStart is the first seq_num a reader may see: the later of the trim point and the
+// first seq_num still referenced, never past the tail. A read that asks for an earlier
+// position starts here (S2 clamps such reads to the trim point).
+func (s *State) ReadableStart() uint64 {
+	return min(max(s.TrimPoint, s.FirstSeq()), s.Tail.SeqNum)
+}
+
+// IsEmpty reports whether the stream holds no readable record (everything was trimmed,
+// expired or acknowledged in queue mode, or nothing was ever appended).
+func (s *State) IsEmpty() bool { return s.ReadableStart() >= s.Tail.SeqNum }
+
+// ApplyRetention drops, oldest first, the segment references and entries that lie wholly
+// below DropPoint(nowMs) and whose latest arrival is at least minAgeMs before nowMs. Unlike
+// DropBefore it also drops the last entry of the stream when retention covers it, so that a
+// fully trimmed, expired or acknowledged stream references no object at all (queue mode
+// leaves nothing behind).
+//
+// minAgeMs keeps the newest entries in the manifest for a while even when they are already
+// below the drop point: a producer whose manifest write had an unknown outcome rebuilds its
+// acknowledgements from its entry (Index.FindBatch), and should find it there. Readers never
+// see records below the trim point whatever the entries say.
+//
+// It returns the number of entries removed (counting those under dropped segments). The tail
+// is not affected.
+func (s *State) ApplyRetention(nowMs, minAgeMs uint64) int {
+	point := s.DropPoint(nowMs)
+	old := func(arrival uint64) bool { return arrival+minAgeMs <= nowMs }
+	n := 0
+	i := 0
+	for i < len(s.Segments) && s.Segments[i].EndSeq <= point && old(s.Segments[i].MaxArrival) {
+		n += int(s.Segments[i].Entries)
+		i++
+	}
+	if i > 0 {
+		s.Segments = append([]SegmentRef(nil), s.Segments[i:]...)
+	}
+	if len(s.Segments) > 0 {
+		return n
+	}
+	j := 0
+	for j < len(s.Entries) && s.Entries[j].EndSeq() <= point && old(s.Entries[j].Arrival) {
+		j++
+	}
+	if j > 0 {
+		s.Entries = append([]Entry(nil), s.Entries[j:]...)
+	}
+	return n + j
+}
