@@ -162,9 +162,6 @@ func (r BasinReconfiguration) Apply(c BasinConfig) BasinConfig {
 	return c
 }
 
-// Time is a timestamp sent as an RFC 3339 string (created_at, deleted_at).
-type Time = time.Time
-
 // BasinInfo describes a basin.
 type BasinInfo struct {
 	Name      string     `json:"name"`

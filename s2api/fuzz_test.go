@@ -133,3 +133,40 @@ func mustHexF(s string) []byte {
 	}
 	return b
 }
+
+func FuzzDecodeStreamConfig(f *testing.F) {
+	f.Add([]byte(`{"stream":"my-stream","config":{"retention_policy":{"age":604800}}}`))
+	f.Add([]byte(`{"storage_class":"express","retention_policy":{"infinite":{}},"timestamping":{"mode":"arrival","uncapped":true},"delete_on_empty":{"min_age_secs":1}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := s2api.DecodeEnsureStreamBody("my-stream", data)
+		if err != nil {
+			var ae *s2api.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted an invalid config: %v", err)
+		}
+	})
+}
+
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("event: batch\nid: 1,2,3\ndata: {}\n\n: c\n\nevent: ping\ndata: a\ndata: b\n\n"))
+	f.Add([]byte("data: x\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd := s2api.NewSSEReader(bytes.NewReader(data), 1<<16)
+		for i := 0; i < 1000; i++ {
+			ev, err := rd.Next()
+			if err != nil {
+				return
+			}
+			var buf bytes.Buffer
+			if err := s2api.NewSSEWriter(&buf).Event(ev.Event, ev.ID, []byte(ev.Data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -31,8 +31,12 @@ type SSEWriter struct {
 // NewSSEWriter writes events to w.
 func NewSSEWriter(w io.Writer) *SSEWriter { return &SSEWriter{w: w} }
 
-// Event writes one event; id may be empty.
+// Event writes one event; id may be empty. An event name or id holding a line break is refused
+// (it would end the field early).
 func (s *SSEWriter) Event(event, id string, data []byte) error {
+	if strings.ContainsAny(event, "\r\n") || strings.ContainsAny(id, "\r\n") {
+		return fmt.Errorf("s2api: SSE event name or id holds a line break")
+	}
 	b := s.buf[:0]
 	b = append(b, "event: "...)
 	b = append(b, event...)
