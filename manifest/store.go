@@ -66,19 +66,42 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	return nil, fmt.Errorf("manifest: create %s: %w", path, err)
 }
 
-// LoadOrCreate loads the manifest at path, creating it with cfg when there is none.
+// LoadOrCreate loads the manifest at path, creating it with cfg when there is none. Plain
+// failures (and a create whose outcome stays unknown) are retried with DefaultBackoff, up to
+// 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do.
 func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
-	for range 3 {
-		snap, err := Load(ctx, store, path)
-		if !errors.Is(err, ErrNotExist) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := DefaultBackoff()
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if attempt > 0 {
+			if serr := b.Sleep(ctx, attempt-1); serr != nil {
+				return nil, fmt.Errorf("manifest: open %s: %w (last error: %w)", path, serr, err)
+			}
+		}
+		var snap *Snapshot
+		snap, err = Load(ctx, store, path)
+		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) {
 			return snap, err
+		}
+		if !errors.Is(err, ErrNotExist) {
+			continue
 		}
 		snap, err = Create(ctx, store, path, cfg, now)
-		if !errors.Is(err, ErrExists) {
-			return snap, err
+		if err == nil {
+			return snap, nil
 		}
+		// ErrExists: another creator won; load theirs. Anything else: retry.
 	}
-	return nil, fmt.Errorf("manifest: %s keeps appearing and disappearing", path)
+	return nil, fmt.Errorf("manifest: open %s: gave up: %w", path, err)
+}
+
+// LoadWithRetry is Load retrying plain failures with backoff (up to 20 attempts or until
+// ctx ends); ErrNotExist, corruption and ErrUnsupportedVersion are returned at once.
+func LoadWithRetry(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
+	return loadRetrying(ctx, store, path, b)
 }
 
 // stamp increments the write counter and records a fresh write nonce.

@@ -101,6 +101,7 @@ func (p *Producer) commitGroup(group []*batch) {
 				p.resolveLocked(b, results[i].Appends, st.Tail, nil)
 				p.removePendingLocked(b)
 				p.mu.Unlock()
+				p.recycle(b)
 			}
 			return
 		}
@@ -172,7 +173,15 @@ func (p *Producer) resolveCommitted(group []*batch) []*batch {
 
 // resolveFromEntry resolves a batch committed by an earlier write from its manifest entry.
 func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
-	e, found, err := p.index.WithState(st).FindBatch(p.ctx, p.id, b.num)
+	x := p.index.WithState(st)
+	e, found, err := x.FindBatch(p.ctx, p.id, b.num)
+	for attempt := 0; err != nil && !errors.Is(err, manifest.ErrCorrupt) && attempt < 10; attempt++ {
+		// Segment reads failed: retry, the batch is committed and its positions are there.
+		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {
+			break
+		}
+		e, found, err = x.FindBatch(p.ctx, p.id, b.num)
+	}
 	var results []manifest.AppendResult
 	if err == nil && found {
 		results, err = manifest.Results(&e, b.appends)
@@ -189,6 +198,7 @@ func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
 		p.resolveLocked(b, results, st.Tail, nil)
 	}
 	p.removePendingLocked(b)
+	p.recycle(b)
 }
 
 func (p *Producer) removePendingLocked(b *batch) {

@@ -132,6 +132,9 @@ type Producer struct {
 	index *manifest.Index
 
 	sub submitter
+
+	// encoders recycles batch encoders (and their buffers) of committed batches.
+	encoders sync.Pool
 }
 
 // New opens the stream at cfg.ManifestPath (creating it if allowed) and starts the producer's
@@ -148,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if cfg.CreateStream {
 		snap, err = manifest.LoadOrCreate(ctx, cfg.ObjectStore, cfg.ManifestPath, cfg.StreamConfig, cfg.Now())
 	} else {
-		snap, err = manifest.Load(ctx, cfg.ObjectStore, cfg.ManifestPath)
+		snap, err = manifest.LoadWithRetry(ctx, cfg.ObjectStore, cfg.ManifestPath, cfg.Backoff)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("producer: open stream: %w", err)
@@ -171,6 +174,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		p.nextNum = ps.LastBatch + 1
 	}
 	p.resolved = p.nextNum - 1
+	p.encoders.New = func() any { return batchfmt.NewEncoder(cfg.BatchCompression) }
 	p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
 	if err := p.sub.init(p, cfg.Batching); err != nil {
 		cancel()
@@ -238,7 +242,9 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	}
 	b := p.open
 	if b == nil {
-		b = &batch{num: p.nextNum, enc: batchfmt.NewEncoder(p.cfg.BatchCompression), opened: time.Now()}
+		enc := p.encoders.Get().(*batchfmt.Encoder)
+		enc.Reset()
+		b = &batch{num: p.nextNum, enc: enc, opened: time.Now()}
 		p.nextNum++
 		p.open = b
 		select {
@@ -396,8 +402,7 @@ func (p *Producer) upload(b *batch) error {
 			p.log.Error("encode batch", "batch", b.num, "err", err)
 			return err
 		}
-		b.data = data
-		b.enc = nil
+		b.data = data // aliases b.enc's buffer until recycle
 	}
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
@@ -529,6 +534,16 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 	}
 	close(p.progress)
 	p.progress = make(chan struct{})
+}
+
+// recycle returns a committed batch's encoder to the pool. Only the committer calls it, for
+// batches it resolved from a successful write: no uploader holds their bytes any more.
+func (p *Producer) recycle(b *batch) {
+	if b.enc != nil {
+		b.data = nil
+		p.encoders.Put(b.enc)
+		b.enc = nil
+	}
 }
 
 // failAllLocked makes err fatal: every pending ticket fails with it.
