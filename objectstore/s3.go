@@ -176,11 +176,14 @@ func (s *S3Store) EnsureBucket(ctx context.Context) error {
 		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
 	}
 	_, err = s.client.CreateBucket(ctx, in)
-	var owned *types.BucketAlreadyOwnedByYou
-	if err != nil && !errors.As(err, &owned) {
-		return fmt.Errorf("objectstore: s3: create bucket %q: %w", s.bucket, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Another process may have created it meanwhile.
+	if _, herr := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); herr == nil {
+		return nil
+	}
+	return fmt.Errorf("objectstore: s3: create bucket %q: %w", s.bucket, err)
 }
 
 func (s *S3Store) check(ctx context.Context, op, key string) error {
