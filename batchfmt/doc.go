@@ -105,13 +105,15 @@
 //
 // BenchmarkRatio runs each operation interleaved with its baseline (a plain copy of the same
 // bytes when uncompressed, zstd EncodeAll/DecodeAll of the same payload when compressed).
-// zstd paths reach 0.87-1.1 of their baseline for 1 KiB and 64 KiB bodies. The uncompressed
-// paths are bounded by the CRC32C the format requires: Go's SSE4.2 CRC32C runs at about
-// 21 GB/s, against about 30 GB/s for a copy of a cache-warm 1 MiB, so copy+CRC (encode) cannot
-// pass ~0.6 of a copy and CRC alone (decode) ~0.7; with 64 KiB bodies they measure 0.76
-// (encode) and ~1.0 (decode), with 1 KiB bodies, where each record's header costs a cache
-// miss and a parse (Decode checks every record before returning, then the Iterator parses
-// it again), about 0.4 and 0.45.
+// Measured medians (two runs of -count 5 on a shared, heavily loaded 2-core machine, so
+// expect noise): zstd paths reach 0.87-1.1 of their baseline for 1 KiB and 64 KiB bodies.
+// The uncompressed paths are bounded by the CRC32C the format requires: Go's SSE4.2 CRC32C
+// runs at about 17-23 GB/s here, no faster than a copy of a cache-warm 1 MiB, so copy+CRC
+// (encode) cannot pass about 0.5 of a copy, and CRC alone (decode) about 1.0. Measured: with
+// 64 KiB bodies encode 0.41-0.76, decode 0.98-1.11; with 1 KiB bodies, where each record
+// adds a cache miss and a parse (Decode checks every record before returning, then the
+// Iterator parses it again), encode 0.38-0.58 and decode 0.45-0.58. A faster CRC32C
+// (PCLMULQDQ folding) would be the next step.
 //
 // # Test vectors
 //
