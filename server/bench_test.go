@@ -9,6 +9,8 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/server/memtest"
+	"github.com/sluice-dev/sluice/server/servertest"
 )
 
 const (
@@ -33,11 +35,11 @@ func BenchmarkAppend(b *testing.B) {
 	protoBody := s2api.AppendAppendInputProto(nil, &in)
 	payload := int64(in.MeteredSize())
 	b.Run("library", func(b *testing.B) {
-		env := startServer(b)
-		env.createStream(b, "s")
+		env := servertest.Start(b, newMem)
+		env.CreateStream(b, "s")
 		b.SetBytes(payload)
 		for b.Loop() {
-			if _, err := env.backend.Append(b.Context(), testBasin, "s", in); err != nil {
+			if _, err := env.Backend.Append(b.Context(), servertest.TestBasin, "s", in); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -48,14 +50,14 @@ func BenchmarkAppend(b *testing.B) {
 		body     []byte
 	}{{"http-json", "application/json", jsonBody}, {"http-proto", "application/protobuf", protoBody}} {
 		b.Run(c.name, func(b *testing.B) {
-			env := startServer(b)
-			env.createStream(b, "s")
+			env := servertest.Start(b, newMem)
+			env.CreateStream(b, "s")
 			b.SetBytes(payload)
 			for b.Loop() {
-				req, _ := http.NewRequest("POST", env.url+"/v1/streams/s/records", bytes.NewReader(c.body))
-				req.Header.Set("S2-Basin", testBasin)
+				req, _ := http.NewRequest("POST", env.URL+"/v1/streams/s/records", bytes.NewReader(c.body))
+				req.Header.Set("S2-Basin", servertest.TestBasin)
 				req.Header.Set("Content-Type", c.ct)
-				res, err := env.h1.Do(req)
+				res, err := env.H1.Do(req)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -73,12 +75,12 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkRead compares reading 1000 records × 100 bytes through a backend cursor (library)
 // with unary reads over HTTP/1.1 as JSON and as protobuf, in one run.
 func BenchmarkRead(b *testing.B) {
-	setup := func(b *testing.B) *testEnv {
-		env := startServer(b)
-		env.createStream(b, "s")
+	setup := func(b *testing.B) *servertest.Env {
+		env := servertest.Start(b, newMem)
+		env.CreateStream(b, "s")
 		in := benchInput()
 		for i := 0; i < 10; i++ {
-			if _, err := env.backend.Append(b.Context(), testBasin, "s", in); err != nil {
+			if _, err := env.Backend.Append(b.Context(), servertest.TestBasin, "s", in); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -90,7 +92,7 @@ func BenchmarkRead(b *testing.B) {
 		env := setup(b)
 		b.SetBytes(payload)
 		for b.Loop() {
-			cur, err := env.backend.Read(b.Context(), testBasin, "s", s2api.ReadStart{SeqNum: ptr(uint64(0))})
+			cur, err := env.Backend.Read(b.Context(), servertest.TestBasin, "s", s2api.ReadStart{SeqNum: new(uint64)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,10 +109,10 @@ func BenchmarkRead(b *testing.B) {
 			env := setup(b)
 			b.SetBytes(payload)
 			for b.Loop() {
-				req, _ := http.NewRequest("GET", env.url+"/v1/streams/s/records?seq_num=0&count=1000", nil)
-				req.Header.Set("S2-Basin", testBasin)
+				req, _ := http.NewRequest("GET", env.URL+"/v1/streams/s/records?seq_num=0&count=1000", nil)
+				req.Header.Set("S2-Basin", servertest.TestBasin)
 				req.Header.Set("Accept", c.accept)
-				res, err := env.h1.Do(req)
+				res, err := env.H1.Do(req)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -124,3 +126,5 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+func newMem(testing.TB) server.Backend { return memtest.New(nil) }

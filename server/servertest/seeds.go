@@ -1,4 +1,4 @@
-package server_test
+package servertest
 
 import (
 	"encoding/json"
@@ -162,12 +162,12 @@ func expandVars(s string, env map[string]string) string {
 	return s
 }
 
-func TestSeedCurlExamples(t *testing.T) {
+func testSeedCurlExamples(t *testing.T, fac Factory) {
 	// No token on the server: the seeds' 001 lines send none, and the 003 lines' header is
 	// then ignored, so every line runs exactly as written.
 	const token = "seed-token"
-	env := startServer(t)
-	if _, err := env.backend.CreateBasin(t.Context(), "my-basin", s2api.BasinConfig{}); err != nil {
+	env := startServer(t, fac)
+	if _, err := env.Backend.CreateBasin(t.Context(), "my-basin", s2api.BasinConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	curl, curlErr := exec.LookPath("curl")
@@ -179,7 +179,7 @@ func TestSeedCurlExamples(t *testing.T) {
 			// Fill seq_nums 0..99 so that the seed's read of seq_num=100 finds the appended record.
 			env.appendNIn(t, "my-basin", "my-stream", 100)
 			for _, s := range []string{"device-001", "device-002", "other"} {
-				if _, err := env.backend.CreateStream(t.Context(), "my-basin", s, s2api.StreamConfig{}); err != nil {
+				if _, err := env.Backend.CreateStream(t.Context(), "my-basin", s, s2api.StreamConfig{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -189,7 +189,7 @@ func TestSeedCurlExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j, a := range args {
-			args[j] = strings.Replace(a, "https://api.s2.dev", env.url, 1)
+			args[j] = strings.Replace(a, "https://api.s2.dev", env.URL, 1)
 		}
 		if args[0] != "curl" {
 			t.Fatalf("%s: not a curl line", c.name)
@@ -208,11 +208,11 @@ func TestSeedCurlExamples(t *testing.T) {
 			c.check(t, body)
 		}
 	}
-	cfg, err := env.backend.GetStreamConfig(t.Context(), "my-basin", "device-001")
+	cfg, err := env.Backend.GetStreamConfig(t.Context(), "my-basin", "device-001")
 	if err != nil || cfg.RetentionPolicy == nil {
 		t.Fatalf("config: %+v %v", cfg, err)
 	}
-	if _, err := env.backend.CheckTail(t.Context(), "my-basin", "my-stream"); err == nil {
+	if _, err := env.Backend.CheckTail(t.Context(), "my-basin", "my-stream"); err == nil {
 		t.Error("my-stream still exists after the seed's DELETE")
 	}
 	if curlErr != nil {
@@ -235,7 +235,7 @@ func runCurl(t *testing.T, curl string, args []string) (int, []byte) {
 }
 
 // replayCurl does what curl would for the flags the seeds use (-X, -H, -d).
-func replayCurl(t *testing.T, env *testEnv, args []string) (int, []byte) {
+func replayCurl(t *testing.T, env *Env, args []string) (int, []byte) {
 	t.Helper()
 	method, url := "", ""
 	hdr := map[string]string{"S2-Basin": "-"}
@@ -265,6 +265,6 @@ func replayCurl(t *testing.T, env *testEnv, args []string) (int, []byte) {
 	if method == "" {
 		method = "GET"
 	}
-	r := env.do(t, method, strings.TrimPrefix(url, env.url), hdr, body)
+	r := env.do(t, method, strings.TrimPrefix(url, env.URL), hdr, body)
 	return r.status, r.body
 }

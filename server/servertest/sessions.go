@@ -1,4 +1,4 @@
-package server_test
+package servertest
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 )
 
 // openStream starts a request and returns the response with its body still open.
-func (e *testEnv) openStream(t *testing.T, c *http.Client, method, path string, hdr map[string]string, body io.Reader) *http.Response {
+func (e *Env) openStream(t *testing.T, c *http.Client, method, path string, hdr map[string]string, body io.Reader) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, body)
+	req, err := http.NewRequestWithContext(t.Context(), method, e.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func nextEvent(t *testing.T, rd *s2api.SSEReader) s2api.SSEEvent {
 	return ev
 }
 
-func TestSSEFollow(t *testing.T) {
-	env := startServer(t, server.WithHeartbeatInterval(30*time.Millisecond))
+func testSSEFollow(t *testing.T, fac Factory) {
+	env := startServer(t, fac, server.WithHeartbeatInterval(30*time.Millisecond))
 	env.createStream(t, "s")
 	env.appendN(t, "s", 3)
-	res := env.openStream(t, env.h1, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Accept": "text/event-stream"}, nil)
+	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Accept": "text/event-stream"}, nil)
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("response %d %v", res.StatusCode, res.Header)
 	}
@@ -90,8 +90,8 @@ func TestSSEFollow(t *testing.T) {
 	}
 }
 
-func TestSSEBoundedSessionsEnd(t *testing.T) {
-	env := startServer(t)
+func testSSEBoundedSessionsEnd(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	env.createStream(t, "s")
 	env.appendN(t, "s", 3)
 	events := func(path string, hdr map[string]string) []s2api.SSEEvent {
@@ -100,7 +100,7 @@ func TestSSEBoundedSessionsEnd(t *testing.T) {
 			hdr = map[string]string{}
 		}
 		hdr["Accept"] = "text/event-stream"
-		res := env.openStream(t, env.h1, "GET", path, hdr, nil)
+		res := env.openStream(t, env.H1, "GET", path, hdr, nil)
 		if res.StatusCode != 200 {
 			b, _ := io.ReadAll(res.Body)
 			t.Fatalf("%s: %d %s", path, res.StatusCode, b)
@@ -150,19 +150,19 @@ func TestSSEBoundedSessionsEnd(t *testing.T) {
 	expect(t, "404", r, 404, "")
 }
 
-func tailTS(t *testing.T, env *testEnv, s string) uint64 {
-	p, err := env.backend.CheckTail(t.Context(), testBasin, s)
+func tailTS(t *testing.T, env *Env, s string) uint64 {
+	p, err := env.Backend.CheckTail(t.Context(), testBasin, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p.Timestamp
 }
 
-func TestS2SReadSessionOverH2C(t *testing.T) {
-	env := startServer(t, server.WithHeartbeatInterval(30*time.Millisecond))
+func testS2SReadSessionOverH2C(t *testing.T, fac Factory) {
+	env := startServer(t, fac, server.WithHeartbeatInterval(30*time.Millisecond))
 	env.createStream(t, "s")
 	env.appendN(t, "s", 2)
-	res := env.openStream(t, env.h2c, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, nil)
+	res := env.openStream(t, env.H2C, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, nil)
 	if res.ProtoMajor != 2 || res.StatusCode != 200 || res.Header.Get("Content-Type") != "s2s/proto" {
 		t.Fatalf("response %s %d %v", res.Proto, res.StatusCode, res.Header)
 	}
@@ -198,7 +198,7 @@ func TestS2SReadSessionOverH2C(t *testing.T) {
 		t.Fatalf("live %+v", rb)
 	}
 	// Deleting the stream ends the session with a terminal 404 frame.
-	if err := env.backend.DeleteStream(t.Context(), testBasin, "s"); err != nil {
+	if err := env.Backend.DeleteStream(t.Context(), testBasin, "s"); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -215,24 +215,24 @@ func TestS2SReadSessionOverH2C(t *testing.T) {
 	}
 	// A start past the tail is an HTTP 416 before the session starts.
 	env.createStream(t, "t")
-	r := env.doWith(t, env.h2c, "GET", "/v1/streams/t/records?seq_num=5", map[string]string{"Content-Type": "s2s/proto"}, nil)
+	r := env.doWith(t, env.H2C, "GET", "/v1/streams/t/records?seq_num=5", map[string]string{"Content-Type": "s2s/proto"}, nil)
 	expect(t, "416", r, 416, `{"tail":{"seq_num":0,"timestamp":0}}`)
 }
 
-func TestS2SAppendSessionOverH2C(t *testing.T) {
-	testS2SAppendSession(t, true)
+func testS2SAppendSessionOverH2C(t *testing.T, fac Factory) {
+	testS2SAppendSession(t, fac, true)
 }
 
-func TestS2SAppendSessionOverHTTP1(t *testing.T) {
-	testS2SAppendSession(t, false)
+func testS2SAppendSessionOverHTTP1(t *testing.T, fac Factory) {
+	testS2SAppendSession(t, fac, false)
 }
 
-func testS2SAppendSession(t *testing.T, h2 bool) {
-	env := startServer(t)
+func testS2SAppendSession(t *testing.T, fac Factory, h2 bool) {
+	env := startServer(t, fac)
 	env.createStream(t, "s")
-	client, major := env.h1, 1
+	client, major := env.H1, 1
 	if h2 {
-		client, major = env.h2c, 2
+		client, major = env.H2C, 2
 	}
 	pr, pw := io.Pipe()
 	res := env.openStream(t, client, "POST", "/v1/streams/s/records", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, pr)
@@ -291,14 +291,14 @@ func testS2SAppendSession(t *testing.T, h2 bool) {
 	}
 }
 
-func TestCloseEndsSessions(t *testing.T) {
-	env := startServer(t)
+func testCloseEndsSessions(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	env.createStream(t, "s")
-	res := env.openStream(t, env.h1, "GET", "/v1/streams/s/records", map[string]string{"Accept": "text/event-stream"}, nil)
+	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records", map[string]string{"Accept": "text/event-stream"}, nil)
 	rd := s2api.NewSSEReader(res.Body, 1<<20)
 	sseBatch(t, nextEvent(t, rd)) // the caught-up batch: the session is running
 	done := make(chan error, 1)
-	go func() { done <- env.srv.Close() }()
+	go func() { done <- env.Server.Close() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -314,9 +314,9 @@ func TestCloseEndsSessions(t *testing.T) {
 	expect(t, "after close", r, 503, "")
 }
 
-func TestStuckClientIsDisconnected(t *testing.T) {
+func testStuckClientIsDisconnected(t *testing.T, fac Factory) {
 	reg := prometheus.NewRegistry()
-	env := startServer(t, server.WithWriteTimeout(100*time.Millisecond), server.WithRegisterer(reg))
+	env := startServer(t, fac, server.WithWriteTimeout(100*time.Millisecond), server.WithRegisterer(reg))
 	env.createStream(t, "s")
 	rec := batchfmt.Record{Body: bytes.Repeat([]byte("x"), 1000)}
 	for i := 0; i < 12; i++ { // 12 MiB: more than the client's HTTP/2 flow-control window
@@ -324,16 +324,16 @@ func TestStuckClientIsDisconnected(t *testing.T) {
 		for j := range in.Records {
 			in.Records[j] = rec
 		}
-		if _, err := env.backend.Append(t.Context(), testBasin, "s", in); err != nil {
+		if _, err := env.Backend.Append(t.Context(), testBasin, "s", in); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", env.url+"/v1/streams/s/records?seq_num=0", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+"/v1/streams/s/records?seq_num=0", nil)
 	req.Header.Set("S2-Basin", testBasin)
 	req.Header.Set("Content-Type", "s2s/proto")
-	res, err := env.h2c.Do(req)
+	res, err := env.H2C.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

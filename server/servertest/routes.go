@@ -1,11 +1,8 @@
-package server_test
+package servertest
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,27 +11,10 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 )
 
-func TestNewValidatesEveryOption(t *testing.T) {
-	_, err := server.New(nil, server.WithBearerToken(""), server.WithMaxBodyBytes(10),
-		server.WithHeartbeatInterval(20*time.Second), server.WithWriteTimeout(0), server.WithLogger(nil))
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{"backend is nil", "token is empty", "below 1 MiB", "heartbeat interval", "write timeout", "logger is nil"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not report %q", err, want)
-		}
-	}
-	if _, err := server.New(memtest.New(nil)); err != nil {
-		t.Errorf("defaults: %v", err)
-	}
-}
-
-func TestAuth(t *testing.T) {
-	env := startServer(t, withToken("s3cret"))
+func testAuth(t *testing.T, fac Factory) {
+	env := startServer(t, fac, withToken("s3cret"))
 	r := env.do(t, "GET", "/v1/basins", nil, nil)
 	expect(t, "no token", r, 401, `{"code":"authn","message":"missing or invalid bearer token"}`)
 	r = env.do(t, "GET", "/v1/basins", map[string]string{"Authorization": "Bearer wrong"}, nil)
@@ -43,8 +23,8 @@ func TestAuth(t *testing.T) {
 	expect(t, "right token", r, 200, "")
 }
 
-func TestBasinRoutes(t *testing.T) {
-	env := startServer(t)
+func testBasinRoutes(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	r := env.do(t, "POST", "/v1/basins", nil, []byte(`{"basin":"second-basin","config":{"create_stream_on_append":true}}`))
 	expect(t, "create", r, 201, "")
 	var info s2api.BasinInfo
@@ -82,8 +62,8 @@ func TestBasinRoutes(t *testing.T) {
 	}
 }
 
-func TestStreamRoutes(t *testing.T) {
-	env := startServer(t)
+func testStreamRoutes(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	cfg := `{"storage_class":"standard","retention_policy":{"infinite":{}},"timestamping":{"mode":"arrival","uncapped":true},"delete_on_empty":{"min_age_secs":60}}`
 	r := env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"a/b c","config":`+cfg+`}`))
 	expect(t, "create", r, 201, "")
@@ -98,7 +78,7 @@ func TestStreamRoutes(t *testing.T) {
 	expect(t, "bad reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"storage_class":"gold"}`)), 422, "")
 	expect(t, "ensure (SDK body)", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":5}}`)), 201, "")
 	expect(t, "ensure again", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":6}}`)), 200, "")
-	got, _ := env.backend.GetStreamConfig(t.Context(), testBasin, "x")
+	got, _ := env.Backend.GetStreamConfig(t.Context(), testBasin, "x")
 	if got.RetentionPolicy.AgeSecs != 6 {
 		t.Errorf("ensure did not reconfigure: %+v", got.RetentionPolicy)
 	}
@@ -131,16 +111,16 @@ func TestStreamRoutes(t *testing.T) {
 	expect(t, "bad format", env.do(t, "GET", "/v1/streams/x/records", map[string]string{"S2-Format": "hex"}, nil), 400, "")
 }
 
-func streamCreated(t *testing.T, env *testEnv, name string) string {
-	l, err := env.backend.ListStreams(t.Context(), testBasin, s2api.ListRequest{Prefix: name, Limit: 1})
+func streamCreated(t *testing.T, env *Env, name string) string {
+	l, err := env.Backend.ListStreams(t.Context(), testBasin, s2api.ListRequest{Prefix: name, Limit: 1})
 	if err != nil || len(l.Streams) == 0 {
 		t.Fatal(err)
 	}
 	return l.Streams[0].CreatedAt.Format(time.RFC3339Nano)
 }
 
-func TestAppendAndErrors(t *testing.T) {
-	env := startServer(t, server.WithMaxBodyBytes(1<<20))
+func testAppendAndErrors(t *testing.T, fac Factory) {
+	env := startServer(t, fac, server.WithMaxBodyBytes(1<<20))
 	env.createStream(t, "s")
 	r := env.do(t, "POST", "/v1/streams/s/records", nil, []byte(`{"records":[{"body":"a","headers":[["h","v"]]},{"body":"b","timestamp":5}]}`))
 	expect(t, "append", r, 200, "")
@@ -164,7 +144,7 @@ func TestAppendAndErrors(t *testing.T) {
 	if err != nil || pack.Start.SeqNum != 3 || pack.End.SeqNum != 4 {
 		t.Fatalf("proto ack %+v %v", pack, err)
 	}
-	stored, err := env.backend.Read(t.Context(), testBasin, "s", s2api.ReadStart{SeqNum: ptr(uint64(2))})
+	stored, err := env.Backend.Read(t.Context(), testBasin, "s", s2api.ReadStart{SeqNum: ptr(uint64(2))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,33 +173,33 @@ func TestAppendAndErrors(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func TestAutoCreate(t *testing.T) {
-	env := startServer(t)
+func testAutoCreate(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	expect(t, "no auto create", env.do(t, "POST", "/v1/streams/auto/records", nil, []byte(`{"records":[{"body":"x"}]}`)), 404, "")
-	if _, err := env.backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnAppend: ptr(true)}); err != nil {
+	if _, err := env.Backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnAppend: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, "read does not create", env.do(t, "GET", "/v1/streams/auto/records", nil, nil), 404, "")
 	r := env.do(t, "POST", "/v1/streams/auto/records", map[string]string{"S2-Stream-Config": `{"retention_policy":{"age":99}}`}, []byte(`{"records":[{"body":"x"}]}`))
 	expect(t, "create on append", r, 200, "")
-	cfg, err := env.backend.GetStreamConfig(t.Context(), testBasin, "auto")
+	cfg, err := env.Backend.GetStreamConfig(t.Context(), testBasin, "auto")
 	if err != nil || cfg.RetentionPolicy.AgeSecs != 99 {
 		t.Errorf("auto-created config %+v %v", cfg, err)
 	}
-	if _, err := env.backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnRead: ptr(true)}); err != nil {
+	if _, err := env.Backend.ReconfigureBasin(t.Context(), testBasin, s2api.BasinReconfiguration{CreateStreamOnRead: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, "create on read", env.do(t, "GET", "/v1/streams/auto2/records", nil, nil), 200, `{"records":[],"tail":{"seq_num":0,"timestamp":0}}`)
 }
 
-func TestUnaryRead(t *testing.T) {
-	env := startServer(t)
+func testUnaryRead(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
 	env.createStream(t, "s")
 	in := batchfmt.AppendInput{}
 	for i := 0; i < 10; i++ {
 		in.Records = append(in.Records, batchfmt.Record{Body: []byte{'a' + byte(i)}, Timestamp: uint64(100 + 10*i), HasTimestamp: true})
 	}
-	if _, err := env.backend.Append(t.Context(), testBasin, "s", in); err != nil {
+	if _, err := env.Backend.Append(t.Context(), testBasin, "s", in); err != nil {
 		t.Fatal(err)
 	}
 	seqs := func(path string, hdr map[string]string) []uint64 {
@@ -284,40 +264,4 @@ func TestUnaryRead(t *testing.T) {
 	if len(got) != 1 || got[0] != 10 {
 		t.Errorf("long poll got %v", got)
 	}
-}
-
-func TestErrorsFromBackendAreMapped(t *testing.T) {
-	for _, c := range []struct {
-		err    error
-		status int
-		code   string
-	}{
-		{s2api.ErrUnavailable, 503, "unavailable"},
-		{errors.Join(errors.New("disk"), s2api.ErrStorage), 500, "storage"},
-		{s2api.Errorf(s2api.CodeTransactionConflict, "again"), 409, "transaction_conflict"},
-		{errors.New("boom"), 500, "other"},
-	} {
-		srv, err := server.New(failing{err: c.err})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("GET", "/v1/streams/x/records/tail", nil)
-		req.Header.Set("S2-Basin", testBasin)
-		srv.ServeHTTP(rec, req)
-		if rec.Code != c.status || !strings.Contains(rec.Body.String(), `"code":"`+c.code+`"`) {
-			t.Errorf("%v: %d %s", c.err, rec.Code, rec.Body.String())
-		}
-		_ = srv.Close()
-	}
-}
-
-// failing is a Backend whose CheckTail fails with err; it is only asked for the tail.
-type failing struct {
-	server.Backend
-	err error
-}
-
-func (f failing) CheckTail(context.Context, string, string) (s2api.StreamPosition, error) {
-	return s2api.StreamPosition{}, f.err
 }
