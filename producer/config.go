@@ -116,8 +116,8 @@ func (c *Config) Validate() error {
 	if c.FlushInterval < 0 {
 		bad("flush interval %v must not be negative", c.FlushInterval)
 	}
-	if c.FlushSizeBytes <= 0 {
-		bad("flush size %d must be > 0", c.FlushSizeBytes)
+	if maxFlush := batchfmt.MaxObjectBytes - 2*batchfmt.MaxAppendBytes; c.FlushSizeBytes <= 0 || c.FlushSizeBytes > maxFlush {
+		bad("flush size %d must be > 0 and at most %d (batch objects stay under %d bytes)", c.FlushSizeBytes, maxFlush, batchfmt.MaxObjectBytes)
 	}
 	if c.MaxBufferedInputs <= 0 {
 		bad("max buffered inputs %d must be > 0", c.MaxBufferedInputs)

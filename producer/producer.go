@@ -284,6 +284,11 @@ func (p *Producer) AppendSync(ctx context.Context, in batchfmt.AppendInput) (Ack
 // acquire reserves one input and n metered bytes, waiting while over the limits. A lone
 // input always fits (n never exceeds MaxInFlightBytes after validation).
 func (p *Producer) acquire(ctx context.Context, n int64, draining bool) error {
+	return p.waitRoom(ctx, n, draining, true)
+}
+
+// waitRoom waits until one more input of n bytes fits, and reserves it if reserve is set.
+func (p *Producer) waitRoom(ctx context.Context, n int64, draining, reserve bool) error {
 	for {
 		p.mu.Lock()
 		if p.fatal != nil {
@@ -296,8 +301,10 @@ func (p *Producer) acquire(ctx context.Context, n int64, draining bool) error {
 			return ErrClosed
 		}
 		if p.inputs == 0 || (p.inputs < p.cfg.MaxBufferedInputs && p.bytes+n <= p.cfg.MaxInFlightBytes) {
-			p.inputs++
-			p.bytes += n
+			if reserve {
+				p.inputs++
+				p.bytes += n
+			}
 			p.mu.Unlock()
 			return nil
 		}
@@ -381,6 +388,9 @@ func (p *Producer) uploadLoop() {
 		if err := p.upload(b); err != nil {
 			return // aborted; Close fails the tickets
 		}
+		if b.data == nil {
+			continue // failed to encode; failAllLocked resolved it
+		}
 		p.mu.Lock()
 		b.uploaded = true
 		p.mu.Unlock()
@@ -398,9 +408,13 @@ func (p *Producer) upload(b *batch) error {
 	if b.data == nil {
 		data, err := b.enc.Finish()
 		if err != nil {
-			// Cannot happen: every append was validated.
+			// Cannot happen: every append was validated and FlushSizeBytes keeps objects
+			// far below batchfmt.MaxObjectBytes. Fail loudly rather than hang.
 			p.log.Error("encode batch", "batch", b.num, "err", err)
-			return err
+			p.mu.Lock()
+			p.failAllLocked(fmt.Errorf("producer: encode batch %d: %w", b.num, err))
+			p.mu.Unlock()
+			return nil
 		}
 		b.data = data // aliases b.enc's buffer until recycle
 	}
@@ -488,7 +502,9 @@ func (p *Producer) Close(ctx context.Context) error {
 	target := p.nextNum - 1
 	fatal := p.fatal
 	p.mu.Unlock()
-	if err == nil && fatal == nil {
+	if fatal != nil {
+		err = fatal
+	} else {
 		err = p.waitResolved(ctx, target)
 	}
 	p.cancel()

@@ -79,6 +79,15 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	if closing {
 		return nil, ErrClosed
 	}
+	if err := rec.Validate(); err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	// Wait for room for the batch this record may complete before adding it, so that the
+	// append below does not block on ctx: a batch holds other callers' records, whose
+	// tickets must not fail because this caller's ctx ended.
+	if err := p.waitRoom(ctx, int64(s.b.MeteredBytes()+rec.MeteredSize()), false, false); err != nil {
+		return nil, err
+	}
 	out, err := s.b.Add(rec)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
@@ -86,7 +95,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	rt := &RecordTicket{ready: make(chan struct{})}
 	s.waiting = append(s.waiting, rt)
 	for _, in := range out {
-		s.emitLocked(ctx, in, false)
+		s.emitLocked(p.ctx, in, false)
 	}
 	if s.b.Len() > 0 {
 		select {
@@ -136,8 +145,14 @@ func (s *submitter) loop() {
 func (s *submitter) flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.b.Len() == 0 {
+		return nil
+	}
+	if err := s.p.waitRoom(ctx, int64(s.b.MeteredBytes()), false, false); err != nil {
+		return err
+	}
 	if in, ok := s.b.Flush(); ok {
-		s.emitLocked(ctx, in, false)
+		s.emitLocked(s.p.ctx, in, false)
 	}
 	return nil
 }
