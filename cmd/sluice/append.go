@@ -46,8 +46,8 @@ Formats (--format):
   base64   the line is the base64 of the body, or a JSON record as above whose header
            names, values and body are base64 (the output of "sluice read --format base64")
 
-Lines are batched into appends as S2 clients batch records: an append holds up to 1000
-records and 1 MiB (metered), and waits at most --linger for more lines. Each append is
+Lines are batched into appends as S2 clients batch records: an append holds up to
+1000 records and 1 MiB (metered), and waits at most --linger for more lines. Each append is
 acknowledged once it is durable in the store, and its ack is printed to stdout as one
 JSON line, in order:
   {"start":{"seq_num":S,"timestamp":T},"end":{"seq_num":E,"timestamp":T2},"tail":{...}}

@@ -324,7 +324,7 @@ func newInspectCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect STREAM",
 		Short: "Dump the stream's manifest as JSON (read-only)",
-		Long: `Print the manifest of STREAM as JSON, without changing anything: generation, write
+		Long: `Print the manifest of STREAM as JSON (read-only: nothing is changed): generation, write
 counter, tail, trim point, fencing token, configuration, consumer groups (epoch and
 checkpoint), the producer deduplication table, sealed segment references, the recent
 entries (one per batch object) and totals. Sealed segments are not expanded.`,

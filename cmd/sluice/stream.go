@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -208,10 +209,11 @@ func newStreamConfigCmd(g *globals) *cobra.Command {
 	cf := &configFlags{}
 	cmd := &cobra.Command{
 		Use:   "config NAME",
-		Short: "Show a stream's configuration, or change it",
-		Long: `Show the configuration of the stream NAME as JSON. With configuration flags, change
-those settings (the others keep their values) with a conditional write of the manifest,
-then show the result. A shorter retention takes effect at the next GC pass.
+		Short: "Show a stream's configuration, or reconfigure it",
+		Long: `Show the configuration of the stream NAME as JSON. With configuration flags,
+reconfigure it: change those settings (the others keep their values) with a conditional
+write of the manifest, then show the result. Flags set by SLUICE_* variables or the
+--config file count as given. A shorter retention takes effect at the next GC pass.
 
 ` + configFlagsHelp,
 		Example: `  sluice stream config orders
@@ -286,29 +288,36 @@ object per line: {"name":"..."}, in name order.`,
 				return err
 			}
 			defer e.close()
-			out := newJSONOut(cmd.OutOrStdout())
-			n := 0
-			after := startAfter
+			// The store lists streams in the order of their encoded names; list them all and
+			// sort by name, so that --start-after and --limit work in name order.
+			var names []string
+			after := ""
 			for {
-				page := 1000
-				if limit > 0 && limit-n < page {
-					page = limit - n
-				}
-				streams, more, err := catalog.ListStreams(ctx, e.store, basin, prefix, after, page)
+				streams, more, err := catalog.ListStreams(ctx, e.store, basin, prefix, after, 1000)
 				if err != nil {
 					return fmt.Errorf("listing streams in store %s: %w", redactURL(g.store), err)
 				}
 				for _, s := range streams {
-					if err := out.writeNoFlush(map[string]string{"name": s.Name}); err != nil {
-						return err
-					}
-					after = s.Name
-					n++
+					names = append(names, s.Name)
 				}
-				if !more || len(streams) == 0 || (limit > 0 && n >= limit) {
-					return out.flush()
+				if !more || len(streams) == 0 {
+					break
 				}
+				after = streams[len(streams)-1].Name
 			}
+			sort.Strings(names)
+			out := newJSONOut(cmd.OutOrStdout())
+			n := 0
+			for _, name := range names {
+				if name <= startAfter || (limit > 0 && n >= limit) {
+					continue
+				}
+				if err := out.writeNoFlush(map[string]string{"name": name}); err != nil {
+					return err
+				}
+				n++
+			}
+			return out.flush()
 		},
 	}
 	addBasinFlag(cmd, &basin)
