@@ -42,6 +42,7 @@ func Run(t *testing.T, f Factory) {
 		{"AppendAndErrors", testAppendAndErrors},
 		{"AutoCreate", testAutoCreate},
 		{"UnaryRead", testUnaryRead},
+		{"TrimAndTimestamping", testTrimAndTimestamping},
 		{"SSEFollow", testSSEFollow},
 		{"SSEBoundedSessionsEnd", testSSEBoundedSessionsEnd},
 		{"S2SReadSessionOverH2C", testS2SReadSessionOverH2C},

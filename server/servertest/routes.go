@@ -3,6 +3,7 @@ package servertest
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -263,5 +264,57 @@ func testUnaryRead(t *testing.T, fac Factory) {
 	wg.Wait()
 	if len(got) != 1 || got[0] != 10 {
 		t.Errorf("long poll got %v", got)
+	}
+}
+
+// testTrimAndTimestamping checks the stream semantics the API exposes: a trim command hides
+// the records before its seq_num, and the timestamping modes.
+func testTrimAndTimestamping(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
+	env.createStream(t, "s")
+	env.appendN(t, "s", 5)
+	trim := base64.StdEncoding.EncodeToString([]byte{0, 0, 0, 0, 0, 0, 0, 3})
+	r := env.do(t, "POST", "/v1/streams/s/records", map[string]string{"S2-Format": "base64"},
+		[]byte(`{"records":[{"headers":[["","`+base64.StdEncoding.EncodeToString([]byte("trim"))+`"]],"body":"`+trim+`"}]}`))
+	expect(t, "trim", r, 200, "")
+	r = env.do(t, "GET", "/v1/streams/s/records?seq_num=0", nil, nil)
+	expect(t, "read after trim", r, 200, "")
+	rb, err := s2api.DecodeReadBatchJSON(r.body, s2api.FormatRaw)
+	if err != nil || len(rb.Records) != 3 || rb.Records[0].SeqNum != 3 || rb.Records[2].SeqNum != 5 {
+		t.Fatalf("after trim to 3: %s", r.body)
+	}
+
+	mk := func(name, cfg string) {
+		t.Helper()
+		expect(t, "create "+name, env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"`+name+`","config":`+cfg+`}`)), 201, "")
+	}
+	mk("require", `{"timestamping":{"mode":"client-require"}}`)
+	expect(t, "client-require without timestamp", env.do(t, "POST", "/v1/streams/require/records", nil, []byte(`{"records":[{"body":"x"}]}`)), 422, "")
+	r = env.do(t, "POST", "/v1/streams/require/records", nil, []byte(`{"records":[{"body":"x","timestamp":1000},{"body":"y","timestamp":900}]}`))
+	expect(t, "client-require", r, 200, "")
+	var ack s2api.AppendAck
+	mustJSON(t, r.body, &ack)
+	if ack.Start.Timestamp != 1000 || ack.End.Timestamp != 1000 {
+		t.Errorf("timestamps must not decrease: %s", r.body)
+	}
+	mk("arrival", `{"timestamping":{"mode":"arrival"}}`)
+	before := uint64(time.Now().UnixMilli())
+	r = env.do(t, "POST", "/v1/streams/arrival/records", nil, []byte(`{"records":[{"body":"x","timestamp":5}]}`))
+	mustJSON(t, r.body, &ack)
+	if ack.Start.Timestamp < before {
+		t.Errorf("arrival mode kept the client timestamp: %s", r.body)
+	}
+	mk("capped", `{"timestamping":{"mode":"client-prefer","uncapped":false}}`)
+	future := uint64(time.Now().Add(time.Hour).UnixMilli())
+	r = env.do(t, "POST", "/v1/streams/capped/records", nil, []byte(fmt.Sprintf(`{"records":[{"body":"x","timestamp":%d}]}`, future)))
+	mustJSON(t, r.body, &ack)
+	if ack.Start.Timestamp >= future {
+		t.Errorf("a future timestamp was not capped: %s", r.body)
+	}
+	mk("uncapped", `{"timestamping":{"uncapped":true}}`)
+	r = env.do(t, "POST", "/v1/streams/uncapped/records", nil, []byte(fmt.Sprintf(`{"records":[{"body":"x","timestamp":%d}]}`, future)))
+	mustJSON(t, r.body, &ack)
+	if ack.Start.Timestamp != future {
+		t.Errorf("uncapped: %s", r.body)
 	}
 }
