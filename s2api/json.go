@@ -241,33 +241,11 @@ func EncodeAppendInputJSON(in *batchfmt.AppendInput, f Format) []byte {
 	return b
 }
 
-type jsonSequencedRecord struct {
-	SeqNum    uint64      `json:"seq_num"`
-	Timestamp uint64      `json:"timestamp"`
-	Headers   [][2]string `json:"headers"`
-	Body      string      `json:"body"`
-}
-
-type jsonReadBatch struct {
-	Records []jsonSequencedRecord `json:"records"`
-	Tail    *StreamPosition       `json:"tail,omitempty"`
-}
-
 // EncodeReadBatchJSON renders a read batch as {"records":[{"seq_num","timestamp","headers",
 // "body"}…],"tail"?}. Headers are [name,value] pairs; headers and body are always present
 // (possibly empty), since the SDK hands an absent body on as undefined.
 func EncodeReadBatchJSON(b *ReadBatch, f Format) []byte {
-	out := jsonReadBatch{Records: make([]jsonSequencedRecord, len(b.Records)), Tail: b.Tail}
-	for i := range b.Records {
-		r := &b.Records[i]
-		hs := make([][2]string, len(r.Headers))
-		for j, h := range r.Headers {
-			hs[j] = [2]string{f.encode(h.Name), f.encode(h.Value)}
-		}
-		out.Records[i] = jsonSequencedRecord{SeqNum: r.SeqNum, Timestamp: r.Timestamp, Headers: hs, Body: f.encode(r.Body)}
-	}
-	data, _ := json.Marshal(out)
-	return data
+	return AppendReadBatchJSON(nil, b, f)
 }
 
 // DecodeReadBatchJSON parses a read batch (headers as pairs or objects), for clients and tests.
