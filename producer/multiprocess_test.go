@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
 const (
@@ -42,12 +43,22 @@ func TestMultiProcess(t *testing.T) {
 			}
 			t.Skip("SLUICE_TEST_S3_URL not set")
 		}
+		storetest.S3(t) // creates the bucket if needed
 		u, err := url.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/producer-mp-%d", time.Now().UnixNano())
 		runProcesses(t, u.String())
+		store, err := objectstore.Open(context.Background(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		ctx := context.Background()
+		if err := objectstore.ListAll(ctx, store, "", func(o objectstore.ObjectInfo) error { return store.Delete(ctx, o.Key) }); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 	})
 }
 
