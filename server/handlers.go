@@ -44,12 +44,9 @@ func (s *Server) listBasins(q *request) {
 	writeJSON(q.w, http.StatusOK, resp)
 }
 
-func (s *Server) createBasin(q *request) {
-	body, err := s.readBody(q)
-	if err != nil {
-		writeError(q.w, err)
-		return
-	}
+func (s *Server) createBasin(q *request) { s.idempotent(q, s.createBasinBody) }
+
+func (s *Server) createBasinBody(q *request, body []byte) {
 	var req s2api.CreateBasinRequest
 	if err := decodeJSON(body, &req); err != nil {
 		writeError(q.w, err)
@@ -189,12 +186,9 @@ func (s *Server) listStreams(q *request) {
 	writeJSON(q.w, http.StatusOK, resp)
 }
 
-func (s *Server) createStream(q *request) {
-	body, err := s.readBody(q)
-	if err != nil {
-		writeError(q.w, err)
-		return
-	}
+func (s *Server) createStream(q *request) { s.idempotent(q, s.createStreamBody) }
+
+func (s *Server) createStreamBody(q *request, body []byte) {
 	var req s2api.CreateStreamRequest
 	if err := decodeJSON(body, &req); err != nil {
 		writeError(q.w, err)

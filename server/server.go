@@ -84,6 +84,8 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 
+	idem idempotency
+
 	requests *prometheus.CounterVec
 	sessions *prometheus.GaugeVec
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, f Factory) {
 		{"StreamRoutes", testStreamRoutes},
 		{"AppendAndErrors", testAppendAndErrors},
 		{"AutoCreate", testAutoCreate},
+		{"RequestToken", testRequestToken},
 		{"UnaryRead", testUnaryRead},
 		{"TrimAndTimestamping", testTrimAndTimestamping},
 		{"SSEFollow", testSSEFollow},

@@ -318,3 +318,19 @@ func testTrimAndTimestamping(t *testing.T, fac Factory) {
 		t.Errorf("uncapped: %s", r.body)
 	}
 }
+
+// testRequestToken checks that a create retried with the same S2-Request-Token gets the first
+// answer, not a 409.
+func testRequestToken(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
+	hdr := map[string]string{"S2-Request-Token": "tok-1"}
+	first := env.do(t, "POST", "/v1/streams", hdr, []byte(`{"stream":"idem"}`))
+	expect(t, "create", first, 201, "")
+	again := env.do(t, "POST", "/v1/streams", hdr, []byte(`{"stream":"idem"}`))
+	expect(t, "retry", again, 201, string(first.body))
+	expect(t, "same token, other request", env.do(t, "POST", "/v1/streams", hdr, []byte(`{"stream":"idem","config":{}}`)), 409, "")
+	expect(t, "no token", env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"idem"}`)), 409, "")
+	b1 := env.do(t, "POST", "/v1/basins", hdr, []byte(`{"basin":"idem-basin"}`))
+	expect(t, "create basin", b1, 201, "")
+	expect(t, "retry basin", env.do(t, "POST", "/v1/basins", hdr, []byte(`{"basin":"idem-basin"}`)), 201, string(b1.body))
+}
