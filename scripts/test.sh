@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 VERSITYGW_VERSION=v1.8.0
 # Packages tested with -race (go list patterns). Extend as packages gain concurrency tests.
-RACE_PKGS=(./objectstore/...)
+RACE_PKGS=(./objectstore/... ./manifest/... ./producer/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=()
 POST_TEST_STEPS=()
