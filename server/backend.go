@@ -55,8 +55,9 @@ type ReadLimit struct {
 // ReadCursor yields the records of a stream from its position on. It is used by one goroutine.
 type ReadCursor interface {
 	// Next returns the records at the cursor's position, at most lim.Records of them and at
-	// most lim.Bytes metered bytes in all (none if the first record alone is larger), and
-	// advances past them. The batch's Tail is the stream's tail at the time and is never nil.
+	// most lim.Bytes metered bytes in all — but always the first available record, even if it
+	// alone is larger — and advances past them. The batch's Tail is the stream's tail at the
+	// time and is never nil.
 	//
 	// When no record is available at the position: if block is false Next returns an empty
 	// batch at once; if block is true it waits until a record is appended or ctx is done (and

@@ -296,6 +296,19 @@ func limitFor(count, bytes *uint64) ReadLimit {
 	return lim
 }
 
+// fitBytes drops the records past max metered bytes; it reports whether it dropped any.
+func fitBytes(b *s2api.ReadBatch, max uint64) bool {
+	var n uint64
+	for i := range b.Records {
+		n += uint64(b.Records[i].MeteredSize())
+		if n > max {
+			b.Records = b.Records[:i]
+			return true
+		}
+	}
+	return false
+}
+
 // cutUntil drops the records at or after until; it reports whether it dropped any.
 func cutUntil(b *s2api.ReadBatch, until *uint64) bool {
 	if until == nil {
@@ -318,35 +331,26 @@ func (s *Server) unaryRead(q *request, req s2api.ReadRequest) {
 	}
 	defer cur.Close()
 	lim := limitFor(req.Count, req.Bytes)
-	var batch s2api.ReadBatch
-	if lim.Records > 0 && lim.Bytes > 0 {
-		batch, err = cur.Next(q.ctx, lim, false)
-		if err == nil && len(batch.Records) == 0 && req.UnaryWait() > 0 {
-			wctx, cancel := context.WithTimeout(q.ctx, req.UnaryWait())
-			b2, err2 := cur.Next(wctx, lim, true)
-			timedOut := wctx.Err() == context.DeadlineExceeded
-			cancel()
-			switch {
-			case err2 == nil:
-				batch = b2
-			case q.ctx.Err() == nil && timedOut:
-				// The wait ran out: answer with the empty batch.
-			default:
-				err = err2
-			}
+	batch, err := cur.Next(q.ctx, lim, false)
+	if err == nil && len(batch.Records) == 0 && req.UnaryWait() > 0 {
+		wctx, cancel := context.WithTimeout(q.ctx, req.UnaryWait())
+		b2, err2 := cur.Next(wctx, lim, true)
+		timedOut := wctx.Err() == context.DeadlineExceeded
+		cancel()
+		switch {
+		case err2 == nil:
+			batch = b2
+		case q.ctx.Err() == nil && timedOut:
+			// The wait ran out: answer with the empty batch.
+		default:
+			err = err2
 		}
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
-	} else {
-		tail, err := s.b.CheckTail(q.ctx, q.basin, q.name)
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
-		batch.Tail = &tail
 	}
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	fitBytes(&batch, uint64(lim.Bytes))
 	cutUntil(&batch, req.Until)
 	if batch.Records == nil {
 		batch.Records = []s2api.SequencedRecord{}
@@ -476,8 +480,6 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 	var totalRecords, totalBytes uint64
 	caughtUp := false
 	var tail s2api.StreamPosition
-	var pos uint64 // next seq_num, once known
-	posKnown := false
 	for {
 		if (remCount != nil && *remCount == 0) || (remBytes != nil && *remBytes == 0) {
 			return
@@ -492,9 +494,6 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 		}
 		tail = *b.Tail
 		if len(b.Records) == 0 {
-			if remBytes != nil && posKnown && tail.SeqNum > pos {
-				return // the next record does not fit in the bytes left
-			}
 			if !caughtUp {
 				if err := sk.batch(&s2api.ReadBatch{Records: []s2api.SequencedRecord{}, Tail: &tail}, totalRecords, totalBytes); err != nil {
 					return
@@ -538,7 +537,8 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 				tail = *b.Tail
 			}
 		}
-		ended := cutUntil(&b, req.Until)
+		ended := fitBytes(&b, uint64(lim.Bytes)) // only a bytes bound can drop records here
+		ended = cutUntil(&b, req.Until) || ended
 		if n := len(b.Records); n > 0 {
 			sz := uint64(b.MeteredSize())
 			totalRecords += uint64(n)
@@ -549,8 +549,7 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 			if remBytes != nil {
 				*remBytes = sub(*remBytes, sz)
 			}
-			pos, posKnown = b.Records[n-1].SeqNum+1, true
-			caughtUp = pos == b.Tail.SeqNum
+			caughtUp = b.Records[n-1].SeqNum+1 == b.Tail.SeqNum
 			if err := sk.batch(&b, totalRecords, totalBytes); err != nil {
 				return
 			}

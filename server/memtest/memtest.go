@@ -390,7 +390,7 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 		size := 0
 		for p := c.pos; p < tail.SeqNum && len(out) < lim.Records; p++ {
 			r := c.st.records[p]
-			if size+r.MeteredSize() > lim.Bytes {
+			if len(out) > 0 && size+r.MeteredSize() > lim.Bytes {
 				break
 			}
 			size += r.MeteredSize()

@@ -234,6 +234,8 @@ func testUnaryRead(t *testing.T, fac Factory) {
 	check("")
 	check("seq_num=0&until=130", 0, 1, 2)
 	check("seq_num=0&bytes=18", 0, 1) // 9 bytes each
+	check("seq_num=0&bytes=17", 0)
+	check("seq_num=0&bytes=5")
 	check("seq_num=10")
 	check("seq_num=11&clamp=true")
 	r := env.do(t, "GET", "/v1/streams/s/records?seq_num=11", nil, nil)

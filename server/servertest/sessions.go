@@ -133,6 +133,14 @@ func testSSEBoundedSessionsEnd(t *testing.T, fac Factory) {
 	if len(evs) != 1 || len(sseBatch(t, evs[0]).Records) != 0 || sseBatch(t, evs[0]).Tail.SeqNum != 3 {
 		t.Fatalf("at tail: %+v", evs)
 	}
+	// bytes: the records that fit (10 metered bytes each), then the end.
+	evs = events("/v1/streams/s/records?seq_num=0&bytes=25", nil)
+	if len(evs) != 1 || len(sseBatch(t, evs[0]).Records) != 2 {
+		t.Fatalf("bytes=25: %+v", evs)
+	}
+	if evs = events("/v1/streams/s/records?seq_num=0&bytes=5", nil); len(evs) != 0 {
+		t.Fatalf("bytes=5: %+v", evs)
+	}
 	// Last-Event-ID resumes after the last record, with the remaining count.
 	evs = events("/v1/streams/s/records?seq_num=0&count=2", map[string]string{"Last-Event-ID": "0,1,10"})
 	if len(evs) != 1 || sseBatch(t, evs[0]).Records[0].SeqNum != 1 || len(sseBatch(t, evs[0]).Records) != 1 {
