@@ -258,3 +258,61 @@ func TestFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultStoreRules runs the workload against objectstore.FaultStore, whose decisions per
+// (op, key, n-th call) depend only on the seed: errors before and after (outcome unknown,
+// applied or not by the inner store) and delays on uploads and manifest writes, failed and
+// truncated manifest reads.
+func TestFaultStoreRules(t *testing.T) {
+	seeds := []uint64{11, 12}
+	if *long {
+		seeds = []uint64{}
+		for i := range 30 {
+			seeds = append(seeds, uint64(2000+i))
+		}
+	}
+	if s := os.Getenv("SLUICE_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = []uint64{v}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Logf("replay with SLUICE_SEED=%d go test ./producer -run TestFaultStoreRules", seed)
+			mem := objectstore.NewMemStore()
+			fs, err := objectstore.NewFaultStore(mem, seed,
+				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/manifest", ErrBefore: 0.1, ErrAfter: 0.15,
+					DelayProb: 0.2, DelayJitter: time.Millisecond},
+				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpGet}, Key: "ingest/manifest", ErrBefore: 0.05, ErrAfter: 0.05, BodyErr: 0.05},
+				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/", ErrBefore: 0.05, ErrAfter: 0.1,
+					DelayProb: 0.2, DelayJitter: time.Millisecond},
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := workload{producers: 3, writers: 2, appends: 25, maxRecords: 4, seed: seed}
+			if *long {
+				w = workload{producers: 6, writers: 3, appends: 60, maxRecords: 8, seed: seed}
+			}
+			out := w.run(t, func(i int) Config {
+				c := testConfig(fs)
+				c.MaxGroupBatches = []int{1, 256, 4}[i%3]
+				c.FlushInterval = []time.Duration{0, 0, time.Millisecond}[i%3]
+				return c
+			}, time.Minute)
+			fs.SetEnabled(false)
+			recs, _ := readStream(t, mem, "ingest/manifest")
+			verify(t, recs, out.acked, out.rejected, out.maybe)
+			if out.failed > 0 {
+				t.Fatalf("%d appends failed", out.failed)
+			}
+			tot := fs.Total()
+			if tot.Injected() == 0 {
+				t.Fatalf("no fault injected")
+			}
+			t.Logf("faults %+v; %d records, %d acked appends", tot, len(recs), len(out.acked))
+		})
+	}
+}
