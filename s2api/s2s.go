@@ -129,7 +129,6 @@ func (f *Frame) Err() error {
 type FrameReader struct {
 	r       io.Reader
 	hdr     [4]byte
-	buf     []byte
 	maxSize int
 }
 
@@ -143,7 +142,8 @@ func NewFrameReader(r io.Reader, maxFrame int) *FrameReader {
 }
 
 // Next reads one frame. It returns io.EOF at a clean end between frames, and an error matching
-// ErrFrame for a truncated or malformed frame. The returned Body is valid until the next call.
+// ErrFrame for a truncated or malformed frame. Each frame's Body is freshly allocated and owned
+// by the caller (decoded messages alias it, so it must not be reused).
 func (fr *FrameReader) Next() (Frame, error) {
 	if _, err := io.ReadFull(fr.r, fr.hdr[:3]); err != nil {
 		if err == io.EOF {
@@ -161,10 +161,7 @@ func (fr *FrameReader) Next() (Frame, error) {
 	if n > fr.maxSize {
 		return Frame{}, frameErr("frame of %d bytes exceeds the limit of %d", n, fr.maxSize)
 	}
-	if cap(fr.buf) < n {
-		fr.buf = make([]byte, n)
-	}
-	buf := fr.buf[:n]
+	buf := make([]byte, n)
 	if _, err := io.ReadFull(fr.r, buf); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return Frame{}, frameErr("truncated frame: want %d bytes", n)

@@ -34,7 +34,8 @@ type Backend interface {
 	ReconfigureStream(ctx context.Context, basin, stream string, r s2api.StreamConfig) (s2api.StreamConfig, error)
 	DeleteStream(ctx context.Context, basin, stream string) error
 
-	// Append commits in atomically, after checking its conditions (fencing token first, then
+	// Append commits in atomically, and may keep in's byte slices (the server never reuses
+	// them), after checking its conditions (fencing token first, then
 	// match_seq_num). A fence command record sets the token; a trim moves the trim point.
 	Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (s2api.AppendAck, error)
 	// CheckTail returns the next seq_num and the last record's timestamp.
