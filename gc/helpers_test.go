@@ -34,12 +34,14 @@ var errInjected = errors.New("injected failure")
 type faultStore struct {
 	objectstore.Store
 
-	mu      sync.Mutex
-	now     time.Time // the store's clock; nil-advance means real time if zero
-	mod     map[string]time.Time
-	failDel func(key string) bool // fail this delete
-	failPut func(key string) bool // fail this put (before it happens)
-	deletes []string              // successful deletes, in order
+	mu  sync.Mutex
+	now time.Time // the store's clock, unless realClock
+	// realClock: modification times come from time.Now (under testing/synctest, fake time).
+	realClock bool
+	mod       map[string]time.Time
+	failDel   func(key string) bool // fail this delete
+	failPut   func(key string) bool // fail this put (before it happens)
+	deletes   []string              // successful deletes, in order
 	// onPut, if set, is called with every key successfully written.
 	onPut func(key string)
 }
@@ -81,8 +83,12 @@ func (f *faultStore) Put(ctx context.Context, key string, body io.Reader, size i
 		return info, err
 	}
 	f.mu.Lock()
-	f.mod[key] = f.now
-	info.ModTime = f.now
+	if f.realClock {
+		f.mod[key] = time.Now()
+	} else {
+		f.mod[key] = f.now
+	}
+	info.ModTime = f.mod[key]
 	onPut := f.onPut
 	f.mu.Unlock()
 	if onPut != nil {
