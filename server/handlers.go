@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -99,6 +101,7 @@ func (s *Server) ensureBasin(q *request) {
 	}
 	info, err := s.b.CreateBasin(q.ctx, q.name, cfg)
 	if err == nil {
+		q.w.Header().Set(hdrProvisionResult, "created")
 		writeJSON(q.w, http.StatusCreated, info)
 		return
 	}
@@ -106,13 +109,22 @@ func (s *Server) ensureBasin(q *request) {
 		writeError(q.w, err)
 		return
 	}
+	result := "noop"
 	if req.Config != nil {
-		r := s2api.BasinReconfiguration{DefaultStreamConfig: cfg.DefaultStreamConfig, CreateStreamOnAppend: &cfg.CreateStreamOnAppend, CreateStreamOnRead: &cfg.CreateStreamOnRead}
-		if _, err := s.b.ReconfigureBasin(q.ctx, q.name, r); err != nil {
+		before, err := s.b.GetBasinConfig(q.ctx, q.name)
+		if err != nil {
 			writeError(q.w, err)
 			return
 		}
+		r := s2api.BasinReconfiguration{DefaultStreamConfig: cfg.DefaultStreamConfig, CreateStreamOnAppend: &cfg.CreateStreamOnAppend, CreateStreamOnRead: &cfg.CreateStreamOnRead}
+		after, err := s.b.ReconfigureBasin(q.ctx, q.name, r)
+		if err != nil {
+			writeError(q.w, err)
+			return
+		}
+		result = provisionResult(before, after)
 	}
+	q.w.Header().Set(hdrProvisionResult, result)
 	page, err := s.b.ListBasins(q.ctx, s2api.ListRequest{Prefix: q.name, Limit: s2api.MaxListLimit})
 	if err != nil {
 		writeError(q.w, err)
@@ -229,6 +241,7 @@ func (s *Server) ensureStream(q *request) {
 	}
 	info, err := s.b.CreateStream(q.ctx, q.basin, q.name, cfg)
 	if err == nil {
+		q.w.Header().Set(hdrProvisionResult, "created")
 		writeJSON(q.w, http.StatusCreated, info)
 		return
 	}
@@ -236,7 +249,13 @@ func (s *Server) ensureStream(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	if _, err := s.b.ReconfigureStream(q.ctx, q.basin, q.name, cfg); err != nil {
+	before, err := s.b.GetStreamConfig(q.ctx, q.basin, q.name)
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	after, err := s.b.ReconfigureStream(q.ctx, q.basin, q.name, cfg)
+	if err != nil {
 		writeError(q.w, err)
 		return
 	}
@@ -245,6 +264,7 @@ func (s *Server) ensureStream(q *request) {
 		writeError(q.w, err)
 		return
 	}
+	q.w.Header().Set(hdrProvisionResult, provisionResult(before, after))
 	writeJSON(q.w, http.StatusOK, info)
 }
 
@@ -301,4 +321,17 @@ func (s *Server) deleteStream(q *request) {
 		return
 	}
 	q.w.WriteHeader(http.StatusAccepted)
+}
+
+// hdrProvisionResult tells an ensure's outcome (created, updated or noop); the SDK reads it.
+const hdrProvisionResult = "S2-Provision-Result"
+
+// provisionResult is "noop" when before and after render the same, else "updated".
+func provisionResult(before, after any) string {
+	b, err1 := json.Marshal(before)
+	a, err2 := json.Marshal(after)
+	if err1 == nil && err2 == nil && bytes.Equal(a, b) {
+		return "noop"
+	}
+	return "updated"
 }

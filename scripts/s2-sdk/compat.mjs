@@ -221,10 +221,29 @@ await check("gzip-compressed S2S sessions", async () => {
 
 await check("ensure and reconfigure stream", async () => {
   const ens = await basin.streams.ensure({ stream: "compat-ensure", config: { retentionPolicy: { ageSecs: 60 } } });
-  assert(ens.stream.name === "compat-ensure", `ensure ${JSON.stringify(ens)}`);
+  assert(ens.stream.name === "compat-ensure" && ens.result === "created", `ensure ${JSON.stringify(ens)}`);
+  const again = await basin.streams.ensure({ stream: "compat-ensure", config: { retentionPolicy: { ageSecs: 60 } } });
+  assert(again.result === "noop", `ensure again ${JSON.stringify(again)}`);
   const cfg = await basin.streams.reconfigure({ stream: "compat-ensure", retentionPolicy: { ageSecs: 120 } });
   assert(cfg.retentionPolicy?.ageSecs === 120, `reconfigure ${JSON.stringify(cfg)}`);
   await basin.streams.delete({ stream: "compat-ensure" });
+});
+
+await check("basin config and create_stream_on_append", async () => {
+  const list = await s2.basins.list({ prefix: basinName });
+  assert(list.basins.length === 1 && list.basins[0].name === basinName, `list ${JSON.stringify(list)}`);
+  const cfg = await s2.basins.reconfigure({ basin: basinName, createStreamOnAppend: true });
+  assert(cfg.createStreamOnAppend === true, `reconfigure ${JSON.stringify(cfg)}`);
+  const got = await s2.basins.getConfig({ basin: basinName });
+  assert(got.createStreamOnAppend === true && got.createStreamOnRead === false, `config ${JSON.stringify(got)}`);
+  const auto = basin.stream("compat-auto");
+  const ack = await auto.append(
+    AppendInput.create([AppendRecord.string({ body: "first" })], { streamConfig: { retentionPolicy: { ageSecs: 77 } } }),
+  );
+  assert(ack.start.seqNum === 0, `auto-created append at ${ack.start.seqNum}`);
+  const scfg = await basin.streams.getConfig({ stream: "compat-auto" });
+  assert(scfg.retentionPolicy?.ageSecs === 77, `auto-created config ${JSON.stringify(scfg)}`);
+  await basin.streams.delete({ stream: "compat-auto" });
 });
 
 await check("seq_num mismatch (unary)", async () => {

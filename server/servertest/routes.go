@@ -77,8 +77,22 @@ func testStreamRoutes(t *testing.T, fac Factory) {
 	expect(t, "reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"retention_policy":{"age":10},"timestamping":{"mode":"client-prefer"}}`)), 200,
 		`{"storage_class":"standard","retention_policy":{"age":10},"timestamping":{"mode":"client-prefer","uncapped":true},"delete_on_empty":{"min_age_secs":60}}`)
 	expect(t, "bad reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"storage_class":"gold"}`)), 422, "")
-	expect(t, "ensure (SDK body)", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":5}}`)), 201, "")
-	expect(t, "ensure again", env.do(t, "PUT", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":6}}`)), 200, "")
+	for _, c := range []struct {
+		body   string
+		status int
+		result string
+	}{
+		{`{"retention_policy":{"age":5}}`, 201, "created"},
+		{`{"retention_policy":{"age":6}}`, 200, "updated"},
+		{`{"retention_policy":{"age":6}}`, 200, "noop"},
+		{``, 200, "noop"},
+	} {
+		r := env.do(t, "PUT", "/v1/streams/x", nil, []byte(c.body))
+		expect(t, "ensure "+c.body, r, c.status, "")
+		if got := r.header.Get("S2-Provision-Result"); got != c.result {
+			t.Errorf("ensure %s: S2-Provision-Result %q, want %q", c.body, got, c.result)
+		}
+	}
 	got, _ := env.Backend.GetStreamConfig(t.Context(), testBasin, "x")
 	if got.RetentionPolicy.AgeSecs != 6 {
 		t.Errorf("ensure did not reconfigure: %+v", got.RetentionPolicy)
