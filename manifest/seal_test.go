@@ -12,7 +12,7 @@ import (
 // 100,000 entries, no consumer acking: the manifest stays under its bound, and every entry
 // can still be found by seq_num, timestamp and batch across the sealed segments.
 func TestManifestBoundWith100kEntries(t *testing.T) {
-	const total, perWrite = 100_000, 100
+	const total, perWrite = 100_000, 250
 	// The bound: MaxRecentEntries entries of this test's shape plus SegmentFanout refs per
 	// level (at most 4 levels for 100k entries), plus the fixed part.
 	const bound = 128 << 10
