@@ -13,11 +13,14 @@ import (
 )
 
 // Session is one ordered read of a stream: Next returns batches of records in seq_num order,
-// fetched ahead in parallel. A Session is used by one goroutine; Close stops its fetches and
-// waits for them.
+// fetched ahead in parallel. Next and Poll are used by one goroutine at a time; Close may be
+// called from any goroutine: it makes a Next in progress return ErrClosed, stops the fetches
+// and waits for them.
 type Session struct {
 	r   *Reader
 	req ReadRequest
+
+	mu sync.Mutex // held by read and Close
 
 	ctx    context.Context // ends on Close; owns the fetch goroutines
 	cancel context.CancelFunc
@@ -118,13 +121,25 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 }
 
 // Position is the seq_num the session continues from.
-func (s *Session) Position() uint64 { return s.next }
+func (s *Session) Position() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
 
 // Tail is the stream's tail as the session last saw it.
-func (s *Session) Tail() manifest.Position { return s.st.Tail }
+func (s *Session) Tail() manifest.Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Tail
+}
 
 // State is the manifest state the session last read (do not modify it).
-func (s *Session) State() *manifest.State { return s.st }
+func (s *Session) State() *manifest.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
 
 // Next returns the next batch: at least one record, at most Config.MaxBatchRecords records and
 // MaxBatchBytes metered bytes (a single larger record comes alone). It blocks while the
@@ -150,11 +165,13 @@ func (s *Session) Poll(ctx context.Context, maxRecords, maxBytes int) (Batch, er
 
 // Close stops the session's fetches and waits for them.
 func (s *Session) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	s.cancel()
 	s.wg.Wait()
 	s.queue, s.cur = nil, nil
 	return nil
@@ -170,7 +187,9 @@ func (s *Session) limitReached() bool {
 
 // read is the session's engine. wait: block at the tail when following.
 func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
-	if s.closed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ctx.Err() != nil {
 		return Batch{}, ErrClosed
 	}
 	if s.err != nil {
@@ -179,6 +198,9 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 	var out []Record
 	outBytes := 0
 	for {
+		if s.ctx.Err() != nil {
+			return s.batch(out), ErrClosed
+		}
 		if !s.done && s.limitReached() {
 			s.done = true
 		}
