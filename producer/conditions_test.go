@@ -145,6 +145,9 @@ func TestClientRequireRejectsAtOnce(t *testing.T) {
 	if !errors.Is(err, manifest.ErrTimestampRequired) {
 		t.Fatalf("want ErrTimestampRequired, got %v", err)
 	}
+	if _, err := p.Submit(context.Background(), batchfmt.Record{Body: []byte("no-ts")}); !errors.Is(err, manifest.ErrTimestampRequired) {
+		t.Fatalf("Submit: want ErrTimestampRequired, got %v", err)
+	}
 	ack, err := p.AppendSync(context.Background(), batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("ts"), Timestamp: 1234, HasTimestamp: true}}})
 	if err != nil || ack.Start.Timestamp != 1234 {
 		t.Fatalf("%+v %v", ack, err)

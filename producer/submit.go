@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
 )
 
 // RecordAck acknowledges one submitted record: its seq_num and the ack of the append
@@ -81,6 +82,9 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	}
 	if err := rec.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
+	}
+	if !rec.HasTimestamp && manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire {
+		return nil, fmt.Errorf("producer: %w", manifest.ErrTimestampRequired)
 	}
 	// Wait for room for the batch this record may complete before adding it, so that the
 	// append below does not block on ctx: a batch holds other callers' records, whose
