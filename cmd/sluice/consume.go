@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+type consumeFlags struct {
+	basin           string
+	group           string
+	exec            string
+	batch           int
+	format          string
+	maxAttempts     int
+	backoff         time.Duration
+	maxBackoff      time.Duration
+	includeCommands bool
+	stopAtTail      bool
+	ackInterval     time.Duration
+	stopTimeout     time.Duration
+}
+
+func newConsumeCmd(g *globals) *cobra.Command {
+	f := &consumeFlags{}
+	cmd := &cobra.Command{
+		Use:   "consume STREAM --group G --exec CMD",
+		Short: "Run a consumer-group member that pipes records to a command",
+		Long: `Join consumer group G of STREAM as its one active member and, for each record (or
+each batch of up to --batch records), run CMD with "sh -c", writing the records to its
+stdin one per line in --format (json, base64 or raw, as "sluice read" prints them).
+
+A record is acknowledged only when CMD exits 0; acknowledgements advance the group's
+checkpoint in the manifest (written at most --ack-interval later, and on exit), and a
+restarted member resumes after the checkpoint. Delivery is at-least-once: records whose
+acknowledgement was not written yet when a member died are piped again.
+
+When CMD fails (non-zero exit, or it cannot be started), the same records are retried up
+to --max-attempts times in all, waiting --backoff, doubling up to --max-backoff, between
+attempts. If the last attempt fails, consume stops: it writes the acknowledgements of the
+records before, and exits 1 naming the seq_num and CMD's exit status (the failed records
+are the first a restarted member gets). --max-attempts 0 retries forever.
+
+Joining the group fences the previous member: a member that finds itself fenced exits 1.
+consume follows the tail until SIGINT/SIGTERM (or, with --stop-at-tail, until it reaches
+the tail). On SIGINT/SIGTERM it sends SIGTERM to a running CMD, waits up to --stop-timeout
+for it (its records are acknowledged if it exits 0), writes the acknowledgements and exits 0.
+
+CMD's stdout and stderr are sluice's. Its environment also holds SLUICE_CONSUME_STREAM,
+SLUICE_CONSUME_GROUP, SLUICE_CONSUME_SEQ_NUM (first record), SLUICE_CONSUME_COUNT (records)
+and SLUICE_CONSUME_ATTEMPT (from 1).`,
+		Example: `  sluice consume orders --group billing --exec 'jq -r .body >> orders.txt'
+  sluice consume events --group loader --batch 500 --format raw --exec 'psql -c "\copy t from stdin"'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runConsume(cmd, g, f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	addBasinFlag(cmd, &f.basin)
+	fl.StringVar(&f.group, "group", "", "consumer group name (required; 1 to 128 bytes)")
+	fl.StringVar(&f.exec, "exec", "", "command run with sh -c for each record or batch (required)")
+	fl.IntVar(&f.batch, "batch", 1, "most records piped to one run of the command (1 to 1000)")
+	fl.Var(newEnum(&f.format, "json", "json", "base64", "raw"), "format", "format of the records on the command's stdin: json, base64 or raw")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 5, "runs of the command for the same records before consume stops (0 = retry forever)")
+	fl.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry (doubles each retry)")
+	fl.DurationVar(&f.maxBackoff, "max-backoff", 30*time.Second, "longest wait between retries")
+	fl.BoolVar(&f.includeCommands, "include-commands", false, "pipe command records (fence, trim) too")
+	fl.BoolVar(&f.stopAtTail, "stop-at-tail", false, "exit 0 once every record up to the tail is processed instead of following")
+	fl.DurationVar(&f.ackInterval, "ack-interval", time.Second, "how long acknowledgements may wait before they are written")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for a running command")
+	return cmd
+}
+
+func (f *consumeFlags) validate() error {
+	var errs []error
+	if f.group == "" {
+		errs = append(errs, errors.New("--group is required"))
+	} else if len(f.group) > consumer.MaxGroupNameLen {
+		errs = append(errs, fmt.Errorf("invalid value for --group: %d bytes, at most %d", len(f.group), consumer.MaxGroupNameLen))
+	}
+	if f.exec == "" {
+		errs = append(errs, errors.New("--exec is required"))
+	}
+	if f.batch < 1 || f.batch > 1000 {
+		errs = append(errs, fmt.Errorf("invalid value %d for --batch: want 1 to 1000", f.batch))
+	}
+	if f.maxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-attempts: want >= 0", f.maxAttempts))
+	}
+	if f.backoff < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --backoff: must not be negative", f.backoff))
+	}
+	if f.maxBackoff < f.backoff {
+		errs = append(errs, fmt.Errorf("invalid value %v for --max-backoff: must be at least --backoff (%v)", f.maxBackoff, f.backoff))
+	}
+	if f.ackInterval <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --ack-interval: must be positive", f.ackInterval))
+	}
+	if f.stopTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --stop-timeout: must be positive", f.stopTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) error {
+	ctx := cmd.Context()
+	if err := f.validate(); err != nil {
+		return err
+	}
+	e, err := openLib(ctx, g, &f.basin)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	st, err := e.locate(name)
+	if err != nil {
+		return err
+	}
+	cfg := consumer.DefaultConfig()
+	cfg.ObjectStore = e.store
+	cfg.ManifestPath = st.ManifestPath
+	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Group = f.group
+	cfg.AckInterval = f.ackInterval
+	cfg.MaxBatchRecords = f.batch
+	cfg.Logger = e.log
+	c, err := consumer.Open(ctx, cfg, consumer.GroupOptions{SkipCommands: !f.includeCommands})
+	if err != nil {
+		return e.consumeErr(name, f.group, err)
+	}
+	acked, _ := c.Checkpoint()
+	e.log.Info("consumer started", "stream", name, "group", f.group, "epoch", c.Epoch(), "from", acked)
+
+	var tail uint64
+	if f.stopAtTail {
+		r, err := e.newReader(st)
+		if err == nil {
+			var pos manifest.Position
+			pos, err = r.CheckTail(ctx)
+			tail = pos.SeqNum
+		}
+		if err != nil {
+			_ = c.Close(context.Background())
+			return e.readErr(name, err)
+		}
+	}
+	runErr := consumeLoop(ctx, e, c, f, name, tail)
+	// Write the acknowledgements even after SIGINT/SIGTERM cancelled ctx.
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	closeErr := c.Close(cctx)
+	acked, written := c.Checkpoint()
+	e.log.Info("consumer stopped", "stream", name, "group", f.group, "acked", acked, "checkpoint", written)
+	if runErr != nil {
+		return runErr
+	}
+	if closeErr != nil {
+		return e.consumeErr(name, f.group, fmt.Errorf("writing the checkpoint: %w", closeErr))
+	}
+	return nil
+}
+
+// consumeErr explains a consumer failure.
+func (e *libEnv) consumeErr(name, group string, err error) error {
+	var fe *consumer.FencedError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s: group %q: another member took over (its epoch %d is newer than this member's %d); stopping", e.where(name), group, fe.Current, fe.Epoch)
+	}
+	return e.readErr(name, err)
+}
+
+func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consumeFlags, name string, tail uint64) error {
+	var buf bytes.Buffer
+	next, _ := c.Checkpoint()
+	for {
+		if f.stopAtTail && next >= tail {
+			return nil
+		}
+		b, err := nextBatch(ctx, c, f.stopAtTail)
+		switch {
+		case err == nil:
+		case errors.Is(err, errAtTail):
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		default:
+			return e.consumeErr(name, f.group, err)
+		}
+		next, tail = b.NextSeq, b.Tail.SeqNum
+		recs := b.Records
+		for len(recs) > 0 {
+			n := min(len(recs), f.batch)
+			chunk := recs[:n]
+			recs = recs[n:]
+			buf.Reset()
+			out := newJSONOut(&buf)
+			if err := writeRecords(out, f.format, chunk); err != nil {
+				return err
+			}
+			if err := out.flush(); err != nil {
+				return err
+			}
+			ok, err := runWithRetries(ctx, e, f, name, chunk, buf.Bytes())
+			if err != nil {
+				return err
+			}
+			if !ok { // stopped by a signal before the command succeeded
+				return nil
+			}
+			if err := c.AckThrough(chunk[len(chunk)-1].SeqNum); err != nil {
+				return e.consumeErr(name, f.group, err)
+			}
+		}
+	}
+}
+
+// errAtTail ends a --stop-at-tail run.
+var errAtTail = errors.New("at the tail")
+
+// stopAtTailWait bounds how long --stop-at-tail waits for a batch when the records left below
+// the tail it saw are all skipped ones (commands, trimmed records), so that Next would wait
+// for new appends.
+const stopAtTailWait = 10 * time.Second
+
+// nextBatch returns the next batch; with stopAtTail it returns errAtTail rather than waiting
+// long at the tail.
+func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (consumer.Batch, error) {
+	if !stopAtTail {
+		return c.Next(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, stopAtTailWait)
+	defer cancel()
+	b, err := c.Next(wctx)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return b, errAtTail
+	}
+	return b, err
+}
+
+// runWithRetries runs the command on one chunk until it succeeds, the attempts run out
+// (an error) or ctx ends (false, nil).
+func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, chunk []consumer.Record, input []byte) (bool, error) {
+	first, last := chunk[0].SeqNum, chunk[len(chunk)-1].SeqNum
+	wait := f.backoff
+	for attempt := 1; ; attempt++ {
+		err := runOnce(ctx, f, name, chunk, input, attempt)
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			e.log.Info("stopping: command interrupted, its records stay unacknowledged", "seq_num", first, "error", err)
+			return false, nil
+		}
+		if f.maxAttempts > 0 && attempt >= f.maxAttempts {
+			return false, fmt.Errorf("%s: group %q: --exec command failed on records %d..%d after %d attempts (--max-attempts): %w; the records before are acknowledged",
+				e.where(name), f.group, first, last, attempt, err)
+		}
+		e.log.Warn("command failed; retrying", "seq_num", first, "records", len(chunk), "attempt", attempt, "error", err, "wait", wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return false, nil
+		}
+		wait = min(2*wait, f.maxBackoff)
+	}
+}
+
+// runOnce runs the command once with the records on its stdin.
+func runOnce(ctx context.Context, f *consumeFlags, name string, chunk []consumer.Record, input []byte, attempt int) error {
+	// The command is not killed at once when ctx ends: it gets SIGTERM and --stop-timeout.
+	cmd := exec.Command("sh", "-c", f.exec)
+	cmd.Stdin = bytes.NewReader(input)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"SLUICE_CONSUME_STREAM="+name,
+		"SLUICE_CONSUME_GROUP="+f.group,
+		"SLUICE_CONSUME_SEQ_NUM="+strconv.FormatUint(chunk[0].SeqNum, 10),
+		"SLUICE_CONSUME_COUNT="+strconv.Itoa(len(chunk)),
+		"SLUICE_CONSUME_ATTEMPT="+strconv.Itoa(attempt),
+	)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting sh -c %q: %w", f.exec, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitErr(err)
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil // it finished its work: the records count as processed
+		}
+		return exitErr(err)
+	case <-time.After(f.stopTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("killed after --stop-timeout %v", f.stopTimeout)
+	}
+}
+
+func exitErr(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("command %s", ee.ProcessState.String())
+	}
+	return err
+}
