@@ -28,7 +28,7 @@
 //
 // Reader.Read is the unary form (what an HTTP GET returns: the records available now, at
 // most MaxBatchRecords / MaxBatchBytes); Reader.Open returns a Session for iterating
-// (Next blocks while following, Poll does not).
+// (Next blocks while following; Read takes per-call bounds and can return at once).
 //
 // # Following the tail
 //

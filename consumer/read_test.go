@@ -319,3 +319,50 @@ func TestCorruptAndMissingObjects(t *testing.T) {
 		check(t, "after the bad object", got, f.want[victim.EndSeq():])
 	})
 }
+
+// TestSessionRead: per-call bounds, and a following session that does not wait returns an
+// empty batch carrying the tail.
+func TestSessionRead(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	rng := rand.New(rand.NewPCG(seed(t), 12))
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rng, 4)
+	n := uint64(len(f.want))
+	r := f.reader(nil)
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []Record
+	for uint64(len(got)) < n {
+		b, err := s.Read(ctx, 3, 1<<20, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Records) == 0 || len(b.Records) > 3 {
+			t.Fatalf("batch of %d records before the tail", len(b.Records))
+		}
+		got = append(got, b.Records...)
+	}
+	check(t, "session reads", got, f.want)
+	b, err := s.Read(ctx, 3, 1<<20, false)
+	if err != nil || len(b.Records) != 0 || b.Tail.SeqNum != n || b.NextSeq != n {
+		t.Fatalf("at the tail without waiting: %d records, tail %+v, next %d, %v", len(b.Records), b.Tail, b.NextSeq, err)
+	}
+	// A record larger than the per-call byte bound still comes, alone.
+	big := f.want[0].metered
+	s2, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	b, err = s2.Read(ctx, 10, 8, true)
+	if err != nil || len(b.Records) != 1 || big <= 8 {
+		t.Fatalf("oversized record: %d records, %v", len(b.Records), err)
+	}
+	if _, err := s2.Read(ctx, 0, 8, true); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("zero records: %v", err)
+	}
+}

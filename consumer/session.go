@@ -13,7 +13,7 @@ import (
 )
 
 // Session is one ordered read of a stream: Next returns batches of records in seq_num order,
-// fetched ahead in parallel. Next and Poll are used by one goroutine at a time; Close may be
+// fetched ahead in parallel. Next and Read are used by one goroutine at a time; Close may be
 // called from any goroutine: it makes a Next in progress return ErrClosed, stops the fetches
 // and waits for them.
 type Session struct {
@@ -156,13 +156,20 @@ func (s *Session) Next(ctx context.Context) (Batch, error) {
 	}
 }
 
-// Poll is Next without waiting at the tail: when no record is available it returns an empty
-// batch (carrying the tail) and no error. It still waits for objects being fetched.
-func (s *Session) Poll(ctx context.Context, maxRecords, maxBytes int) (Batch, error) {
+// Read is Next with explicit per-call bounds: at most maxRecords records and maxBytes metered
+// bytes (a single larger record still comes alone, so a read always progresses). With wait
+// false it does not wait at the tail: when no record is available it returns an empty batch
+// (carrying the tail) and no error. It always waits for objects being fetched.
+func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
 	if maxRecords < 1 || maxBytes < 8 {
-		return Batch{}, fmt.Errorf("%w: poll limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
+		return Batch{}, fmt.Errorf("%w: read limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
 	}
-	return s.read(ctx, maxRecords, maxBytes, false)
+	for {
+		b, err := s.read(ctx, maxRecords, maxBytes, wait)
+		if err != nil || len(b.Records) > 0 || !wait {
+			return b, err
+		}
+	}
 }
 
 // Close stops the session's fetches and waits for them.
