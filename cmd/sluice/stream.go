@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -192,6 +193,11 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 			if err != nil {
 				return err
 			}
+			if basin != "" {
+				if err := ensureBasin(ctx, e, basin); err != nil {
+					return err
+				}
+			}
 			if _, err := manifest.Create(ctx, e.store, st.ManifestPath, cfg, time.Now()); err != nil {
 				return e.streamErr(args[0], err)
 			}
@@ -358,6 +364,25 @@ for "sluice gc".`,
 	}
 	addBasinFlag(cmd, &basin)
 	return cmd
+}
+
+// ensureBasin creates a basin's marker object if it is missing, so that the daemon (package
+// engine) serves the basin and "sluice gc" finds its streams.
+func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
+	cfg := engine.DefaultConfig()
+	cfg.Store = e.store
+	cfg.Logger = e.log
+	en, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer en.Close(context.Background())
+	if _, err := en.CreateBasin(ctx, basin, nil); err != nil && !errors.Is(err, engine.ErrBasinExists) {
+		return fmt.Errorf("creating basin %q: %w", basin, err)
+	} else if err == nil {
+		e.log.Info("basin created", "basin", basin)
+	}
+	return nil
 }
 
 // deleteStream deletes a stream's manifest, then every object under the stream's directory.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/gc"
+)
+
+type gcFlags struct {
+	once        bool
+	gracePeriod time.Duration
+	keepRecent  time.Duration
+	maxList     int
+	maxDeletes  int
+}
+
+func newGCCmd(g *globals) *cobra.Command {
+	f := &gcFlags{}
+	cmd := &cobra.Command{
+		Use:   "gc --once",
+		Short: "Run one garbage-collection and retention pass over every stream",
+		Long: `Run one pass of the collector over every stream of the store (the root namespace and
+every basin), print what it did as one JSON line per stream, and exit. The daemon
+("sluice serve") runs the same passes every few minutes; this is for stores without a
+daemon, cron jobs and checks.
+
+Per stream, a pass:
+  1. applies retention: drops from the manifest the entries below the trim point, older
+     than the retention age, or (queue mode) acknowledged by every group, keeping entries
+     younger than --keep-recent;
+  2. deletes batch and segment objects the manifest no longer references and that are
+     older than --grace-period by the store's own clock (never by the local clock), at
+     most --max-deletes per stream.
+delete_on_empty needs a collector that has watched a stream stay empty, so --once never
+deletes a stream.
+
+Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"referenced":N,
+"young":N,"foreign":N,"deleted":N,"delete_errors":N}. It exits 1 if any pass failed.`,
+		Example: `  sluice gc --once
+  sluice gc --once --store 's3://bucket/prefix?region=eu-west-1'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !f.once {
+				return errors.New("gc runs one pass and needs --once (the daemon, sluice serve, collects continuously)")
+			}
+			return runGC(cmd, g, f)
+		},
+	}
+	def := gc.DefaultConfig()
+	fl := cmd.Flags()
+	fl.BoolVar(&f.once, "once", false, "run one pass over every stream and exit (required)")
+	fl.DurationVar(&f.gracePeriod, "grace-period", def.GracePeriod, "delete unreferenced objects only when older than this (by the store's clock)")
+	fl.DurationVar(&f.keepRecent, "keep-recent", def.KeepRecent, "keep entries this long after their arrival even when retention covers them")
+	fl.IntVar(&f.maxList, "max-list", def.MaxListPerPass, "most objects listed per stream")
+	fl.IntVar(&f.maxDeletes, "max-deletes", def.MaxDeletesPerPass, "most objects deleted per stream")
+	return cmd
+}
+
+type gcReportJSON struct {
+	Stream         string `json:"stream"`
+	Basin          string `json:"basin,omitempty"`
+	EntriesDropped int    `json:"entries_dropped"`
+	Listed         int    `json:"listed"`
+	Referenced     int    `json:"referenced"`
+	Young          int    `json:"young"`
+	Foreign        int    `json:"foreign"`
+	Deleted        int    `json:"deleted"`
+	DeleteErrors   int    `json:"delete_errors"`
+	Error          string `json:"error,omitempty"`
+}
+
+func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
+	ctx := cmd.Context()
+	var errs []error
+	if f.gracePeriod <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --grace-period: must be positive", f.gracePeriod))
+	}
+	if f.keepRecent < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --keep-recent: must not be negative", f.keepRecent))
+	}
+	if f.maxList <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-list: must be positive", f.maxList))
+	}
+	if f.maxDeletes <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %d for --max-deletes: must be positive", f.maxDeletes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	cfg := gc.DefaultConfig()
+	cfg.GracePeriod = f.gracePeriod
+	cfg.KeepRecent = f.keepRecent
+	cfg.MaxListPerPass = f.maxList
+	cfg.MaxDeletesPerPass = f.maxDeletes
+	e, err := openLib(ctx, g, nil)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	cfg.Logger = e.log
+	col, err := gc.NewCollector(e.store, cfg)
+	if err != nil {
+		return fmt.Errorf("invalid gc flags: %w", err)
+	}
+	streams, err := allStreams(ctx, e)
+	if err != nil {
+		return err
+	}
+	out := newJSONOut(cmd.OutOrStdout())
+	failed := 0
+	for _, st := range streams {
+		rep, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix)
+		rj := gcReportJSON{
+			Stream: st.Name, Basin: st.Basin, EntriesDropped: rep.EntriesDropped, Listed: rep.Listed,
+			Referenced: rep.Referenced, Young: rep.Young, Foreign: rep.Foreign, Deleted: rep.Deleted,
+			DeleteErrors: rep.DeleteErrors,
+		}
+		if err != nil && !errors.Is(err, gc.ErrStreamNotFound) {
+			rj.Error = err.Error()
+			failed++
+		}
+		if err := out.write(rj); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("gc: %d of %d streams failed (see their \"error\")", failed, len(streams))
+	}
+	return nil
+}
+
+// allStreams lists the streams of the root namespace and of every basin.
+func allStreams(ctx context.Context, e *libEnv) ([]catalog.Stream, error) {
+	var all []catalog.Stream
+	listBasin := func(basin string) error {
+		after := ""
+		for {
+			ss, more, err := catalog.ListStreams(ctx, e.store, basin, "", after, 1000)
+			if err != nil {
+				return fmt.Errorf("listing streams in store %s: %w", redactURL(e.g.store), err)
+			}
+			all = append(all, ss...)
+			if !more || len(ss) == 0 {
+				return nil
+			}
+			after = ss[len(ss)-1].Name
+		}
+	}
+	if err := listBasin(""); err != nil {
+		return nil, err
+	}
+	after := ""
+	for {
+		bs, more, err := catalog.ListBasins(ctx, e.store, "", after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("listing basins in store %s: %w", redactURL(e.g.store), err)
+		}
+		for _, b := range bs {
+			if err := listBasin(b); err != nil {
+				return nil, err
+			}
+		}
+		if !more || len(bs) == 0 {
+			return all, nil
+		}
+		after = bs[len(bs)-1]
+	}
+}
