@@ -100,8 +100,8 @@ func (p *Producer) commitGroup(group []*batch) {
 				p.mu.Lock()
 				p.resolveLocked(b, results[i].Appends, st.Tail, nil)
 				p.removePendingLocked(b)
+				p.recycleLocked(b)
 				p.mu.Unlock()
-				p.recycle(b)
 			}
 			return
 		}
@@ -198,7 +198,7 @@ func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
 		p.resolveLocked(b, results, st.Tail, nil)
 	}
 	p.removePendingLocked(b)
-	p.recycle(b)
+	p.recycleLocked(b)
 }
 
 func (p *Producer) removePendingLocked(b *batch) {

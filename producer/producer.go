@@ -133,9 +133,13 @@ type Producer struct {
 
 	sub submitter
 
-	// encoders recycles batch encoders (and their buffers) of committed batches.
-	encoders sync.Pool
+	// freeEnc keeps up to maxFreeEncoders encoders of committed batches for reuse: growing a
+	// fresh buffer to a batch's size costs more than encoding into a warm one. (A sync.Pool
+	// would be emptied by every GC cycle.)
+	freeEnc []*batchfmt.Encoder
 }
+
+const maxFreeEncoders = 2
 
 // New opens the stream at cfg.ManifestPath (creating it if allowed) and starts the producer's
 // goroutines. Close it to drain and stop them.
@@ -174,7 +178,6 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		p.nextNum = ps.LastBatch + 1
 	}
 	p.resolved = p.nextNum - 1
-	p.encoders.New = func() any { return batchfmt.NewEncoder(cfg.BatchCompression) }
 	p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
 	if err := p.sub.init(p, cfg.Batching); err != nil {
 		cancel()
@@ -242,8 +245,13 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	}
 	b := p.open
 	if b == nil {
-		enc := p.encoders.Get().(*batchfmt.Encoder)
-		enc.Reset()
+		var enc *batchfmt.Encoder
+		if n := len(p.freeEnc); n > 0 {
+			enc, p.freeEnc = p.freeEnc[n-1], p.freeEnc[:n-1]
+			enc.Reset()
+		} else {
+			enc = batchfmt.NewEncoder(p.cfg.BatchCompression)
+		}
 		b = &batch{num: p.nextNum, enc: enc, opened: time.Now()}
 		p.nextNum++
 		p.open = b
@@ -520,6 +528,7 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.pending = nil
 	p.toUpload = nil
 	p.mu.Unlock()
+	p.freeEnc = nil
 	p.sub.abort(ErrAborted)
 	p.m.unregister(p.cfg.Registerer)
 	return err
@@ -552,14 +561,13 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 	p.progress = make(chan struct{})
 }
 
-// recycle returns a committed batch's encoder to the pool. Only the committer calls it, for
+// recycleLocked keeps a committed batch's encoder for reuse. Only the committer calls it, for
 // batches it resolved from a successful write: no uploader holds their bytes any more.
-func (p *Producer) recycle(b *batch) {
-	if b.enc != nil {
-		b.data = nil
-		p.encoders.Put(b.enc)
-		b.enc = nil
+func (p *Producer) recycleLocked(b *batch) {
+	if b.enc != nil && len(p.freeEnc) < maxFreeEncoders && !p.closing {
+		p.freeEnc = append(p.freeEnc, b.enc)
 	}
+	b.enc, b.data = nil, nil
 }
 
 // failAllLocked makes err fatal: every pending ticket fails with it.
