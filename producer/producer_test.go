@@ -316,3 +316,22 @@ func TestFaultStoreRules(t *testing.T) {
 		})
 	}
 }
+
+// Enough entries that the manifest seals segments while producers race: reading back spans
+// segments and recent entries, and every ack still matches.
+func TestSealingUnderConcurrentProducers(t *testing.T) {
+	store := objectstore.NewMemStore()
+	w := workload{producers: 4, writers: 2, appends: 120, maxRecords: 2, seed: seedFor(t)}
+	out := w.run(t, func(i int) Config {
+		c := testConfig(store)
+		c.FlushInterval = 0
+		c.MaxGroupBatches = 8
+		return c
+	}, 30*time.Second)
+	recs, st := readStream(t, store, "ingest/manifest")
+	verify(t, recs, out.acked, out.rejected, out.maybe)
+	if len(st.Segments) == 0 || len(st.Entries) > manifest.MaxRecentEntries {
+		t.Fatalf("%d segment refs, %d entries: sealing did not happen", len(st.Segments), len(st.Entries))
+	}
+	t.Logf("%d records, %d segment refs, %d recent entries", len(recs), len(st.Segments), len(st.Entries))
+}
