@@ -93,6 +93,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{})}
+	s.onRefresh = c.checkState
 	if c.low > checkpoint {
 		c.pendingAt = time.Now() // records below the readable start count as acknowledged
 	}
@@ -155,6 +156,11 @@ func (c *Consumer) ack(from, to uint64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	// The newest manifest the read has seen (it polls while following) may already show a
+	// newer member.
+	if err := c.checkState(c.s.State()); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if to > c.delivered {
 		d := c.delivered
@@ -199,8 +205,7 @@ func (c *Consumer) addLocked(from, to uint64) {
 	}
 }
 
-// check returns the sticky fenced error, or ErrClosed, or whether the session's latest view
-// of the manifest already shows a newer epoch.
+// check returns the sticky fenced error, or ErrClosed.
 func (c *Consumer) check() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -135,6 +135,38 @@ func TestGroupFencing(t *testing.T) {
 	})
 }
 
+// TestGroupFencedWhileFollowing: a member waiting at the tail stops with *FencedError as soon
+// as its polling sees a newer member, and its acks fail from then on without any write.
+func TestGroupFencedWhileFollowing(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.object([]batchfmt.Record{rec(baseTS, "a"), rec(baseTS, "b")})
+	cfg := groupConfig(f, "g")
+	a := openGroup(t, cfg)
+	if _, err := a.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := a.Next(ctx) // waits at the tail
+		stopped <- err
+	}()
+	b := openGroup(t, cfg)
+	defer b.Close(ctx)
+	var fe *FencedError
+	if err := <-stopped; !errors.As(err, &fe) || fe.Epoch != 1 || fe.Current != 2 {
+		t.Fatalf("follower after a newer member opened: %v", err)
+	}
+	if err := a.Ack(0); !errors.As(err, &fe) {
+		t.Fatalf("ack: %v", err)
+	}
+	if g := groupState(t, store, "g"); g.Checkpoint != 0 || g.Epoch != 2 {
+		t.Fatalf("group %+v", g)
+	}
+	a.Close(ctx)
+}
+
 // TestGroupAcks: out-of-order acknowledgements move the checkpoint only over a complete
 // prefix; acks of undelivered records fail; several groups keep their own checkpoints.
 func TestGroupAcks(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
@@ -27,6 +28,10 @@ type Session struct {
 	wg     sync.WaitGroup
 
 	st      *manifest.State
+	view    atomic.Pointer[manifest.State] // st, readable without mu (State)
+	// onRefresh, if set, checks every newer manifest; its error ends the read (a Consumer
+	// uses it to stop as soon as a newer member appears).
+	onRefresh func(*manifest.State) error
 	version string
 	idx     *manifest.Index
 
@@ -118,8 +123,10 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 	}
 	start = max(start, readable)
 	sctx, cancel := context.WithCancel(context.Background())
-	return &Session{r: r, req: req, ctx: sctx, cancel: cancel, st: st, version: version, idx: idx,
-		next: start, planned: start, minTS: minTS}, nil
+	s := &Session{r: r, req: req, ctx: sctx, cancel: cancel, st: st, version: version, idx: idx,
+		next: start, planned: start, minTS: minTS}
+	s.view.Store(st)
+	return s, nil
 }
 
 // Position is the seq_num the session continues from.
@@ -136,12 +143,9 @@ func (s *Session) Tail() manifest.Position {
 	return s.st.Tail
 }
 
-// State is the manifest state the session last read (do not modify it).
-func (s *Session) State() *manifest.State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st
-}
+// State is the manifest state the session last read (do not modify it). It does not wait for
+// a Next in progress.
+func (s *Session) State() *manifest.State { return s.view.Load() }
 
 // Next returns the next batch: at least one record, at most Config.MaxBatchRecords records and
 // MaxBatchBytes metered bytes (a single larger record comes alone). It blocks while the
@@ -535,6 +539,12 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.ManifestPath)
 	}
 	s.st, s.version, s.idx = st, version, s.idx.WithState(st)
+	s.view.Store(st)
+	if s.onRefresh != nil {
+		if err := s.onRefresh(st); err != nil {
+			return false, err
+		}
+	}
 	if rs := st.ReadableStart(); s.next < rs {
 		// Trimmed or dropped by retention while we lagged: those records are no longer
 		// readable (S2 semantics), continue at the first readable one.
