@@ -27,13 +27,13 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	st      *manifest.State
-	view    atomic.Pointer[manifest.State] // st, readable without mu (State)
+	st   *manifest.State
+	view atomic.Pointer[manifest.State] // st, readable without mu (State)
 	// onRefresh, if set, checks every newer manifest; its error ends the read (a Consumer
 	// uses it to stop as soon as a newer member appears).
 	onRefresh func(*manifest.State) error
-	version string
-	idx     *manifest.Index
+	version   string
+	idx       *manifest.Index
 
 	next    uint64 // every seq_num below it was delivered or skipped
 	planned uint64 // entries ending at or below it are fetched or queued
