@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
@@ -36,6 +37,9 @@ type Config struct {
 	// Producer is the template for the per-stream producers; its ObjectStore, ManifestPath,
 	// DataPathPrefix, CreateStream, Logger and Registerer are set by the engine.
 	Producer producer.Config
+	// Consumer is the template for the per-stream readers; its ObjectStore, ManifestPath,
+	// DataPathPrefix, Notifier, Logger and Registerer are set by the engine.
+	Consumer consumer.Config
 	// IdleTimeout closes a stream's producer after this long without appends. Must be > 0.
 	IdleTimeout time.Duration
 	// Logger receives operational logs. Default: discard.
@@ -55,6 +59,7 @@ func DefaultConfig() Config {
 	pc.FlushInterval = 10 * time.Millisecond
 	return Config{
 		Producer:    pc,
+		Consumer:    consumer.DefaultConfig(),
 		IdleTimeout: time.Minute,
 		Logger:      slog.New(slog.DiscardHandler),
 		Now:         time.Now,
@@ -79,6 +84,13 @@ func (c *Config) Validate() error {
 	pc := c.producerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"})
 	if err := pc.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("engine: Producer: %w", err))
+	}
+	cc := c.Consumer
+	cc.ObjectStore = c.Store
+	if c.Store != nil {
+		if err := cc.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("engine: Consumer: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -113,7 +125,10 @@ type Engine struct {
 
 	mu        sync.Mutex
 	producers map[streamKey]*openProducer
+	readers   map[streamKey]*consumer.Reader
 	closed    bool
+
+	notifier *consumer.Notifier // wakes followers when an append of this engine commits
 
 	quit    chan struct{}
 	janitor sync.WaitGroup // the idle-closing loop
@@ -139,6 +154,8 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:       cfg,
 		producers: make(map[streamKey]*openProducer),
+		readers:   make(map[streamKey]*consumer.Reader),
+		notifier:  consumer.NewNotifier(),
 		quit:      make(chan struct{}),
 		metrics:   newMetrics(cfg.Registerer),
 	}
@@ -447,6 +464,7 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 	e.mu.Lock()
 	op := e.producers[streamKey{basin, name}]
 	delete(e.producers, streamKey{basin, name})
+	delete(e.readers, streamKey{basin, name})
 	e.mu.Unlock()
 	if err := e.cfg.Store.Delete(ctx, st.ManifestPath); err != nil {
 		return err
@@ -491,6 +509,9 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 		}
 		if errors.Is(err, manifest.ErrNotExist) {
 			e.evict(basin, name, op)
+		}
+		if err == nil {
+			e.notifier.Notify(op.st.ManifestPath)
 		}
 		return ack, err
 	}

@@ -227,7 +227,7 @@ func TestS2ErrorMapping(t *testing.T) {
 	ctx := context.Background()
 	e := newEngine(t, objectstore.NewMemStore(), nil)
 	b := e.S2()
-	if _, err := b.CreateBasin(ctx, "my-basin", s2api.BasinConfig{CreateStreamOnAppend: true}); err != nil {
+	if _, err := b.CreateBasin(ctx, "my-basin", s2api.BasinConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	var apiErr *s2api.Error
@@ -237,10 +237,15 @@ func TestS2ErrorMapping(t *testing.T) {
 	if _, err := b.CheckTail(ctx, "other-basin", "nope"); !errors.As(err, &apiErr) || apiErr.Code != s2api.CodeBasinNotFound {
 		t.Fatalf("tail in missing basin: %v", err)
 	}
-	// create_stream_on_append
+	if _, err := b.Append(ctx, "my-basin", "auto", records(2, "x")); !errors.As(err, &apiErr) || apiErr.Code != s2api.CodeStreamNotFound {
+		t.Fatalf("append to missing stream: %v", err)
+	}
+	if _, err := b.CreateStream(ctx, "my-basin", "auto", s2api.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
 	ack, err := b.Append(ctx, "my-basin", "auto", records(2, "x"))
 	if err != nil || ack.End.SeqNum != 2 {
-		t.Fatalf("auto-create on append: %+v %v", ack, err)
+		t.Fatalf("append: %+v %v", ack, err)
 	}
 	m := uint64(0)
 	in := records(1, "y")

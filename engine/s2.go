@@ -66,17 +66,24 @@ func ptr[T any](v T) *T { return &v }
 // streamConfig renders a manifest config as S2's stream config, every field filled in.
 func streamConfig(c manifest.Config) s2api.StreamConfig {
 	rp := s2api.RetentionPolicy{Infinite: c.Retention.Infinite, AgeSecs: c.Retention.AgeSecs}
+	class := c.StorageClass
+	if class == "" {
+		class = s2api.StorageClassExpress
+	}
 	return s2api.StreamConfig{
-		StorageClass:    ptr(s2api.StorageClassExpress),
+		StorageClass:    &class,
 		RetentionPolicy: &rp,
 		Timestamping:    &s2api.TimestampingConfig{Mode: ptr(c.Timestamping.Mode.String()), Uncapped: ptr(c.Timestamping.Uncapped)},
 		DeleteOnEmpty:   &s2api.DeleteOnEmptyConfig{MinAgeSecs: ptr(c.DeleteOnEmpty.MinAgeSecs)},
 	}
 }
 
-// applyStreamConfig changes c by the fields that r gives. storage_class is accepted and
-// ignored: sluice's latency is the store's.
+// applyStreamConfig changes c by the fields that r gives. storage_class is kept so that it
+// reads back as set; it changes nothing else (sluice's latency is the store's).
 func applyStreamConfig(c *manifest.Config, r s2api.StreamConfig) error {
+	if r.StorageClass != nil {
+		c.StorageClass = *r.StorageClass
+	}
 	if p := r.RetentionPolicy; p != nil {
 		c.Retention = manifest.Retention{Infinite: p.Infinite, AgeSecs: p.AgeSecs}
 	}
@@ -234,35 +241,10 @@ func (b *s2Backend) DeleteStream(ctx context.Context, basin, stream string) erro
 
 func (b *s2Backend) Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (s2api.AppendAck, error) {
 	ack, err := b.e.Append(ctx, basin, stream, in)
-	if errors.Is(err, manifest.ErrNotExist) {
-		if created, cerr := b.autoCreate(ctx, basin, stream, func(c s2api.BasinConfig) bool { return c.CreateStreamOnAppend }); cerr != nil {
-			return s2api.AppendAck{}, apiError(cerr)
-		} else if created {
-			ack, err = b.e.Append(ctx, basin, stream, in)
-		}
-	}
 	if err != nil {
 		return s2api.AppendAck{}, apiError(err)
 	}
 	return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
-}
-
-// autoCreate creates a missing stream when the basin's setting (want) allows it. It reports
-// whether the stream now exists.
-func (b *s2Backend) autoCreate(ctx context.Context, basin, stream string, want func(s2api.BasinConfig) bool) (bool, error) {
-	info, err := b.e.Basin(ctx, basin)
-	if err != nil {
-		return false, err
-	}
-	cfg, err := basinConfig(info)
-	if err != nil || !want(cfg) {
-		return false, err
-	}
-	_, err = b.createStream(ctx, basin, stream, s2api.StreamConfig{})
-	if err != nil && !errors.Is(err, manifest.ErrExists) {
-		return false, err
-	}
-	return true, nil
 }
 
 func pos(p manifest.Position) s2api.StreamPosition {
@@ -271,19 +253,9 @@ func pos(p manifest.Position) s2api.StreamPosition {
 
 func (b *s2Backend) CheckTail(ctx context.Context, basin, stream string) (s2api.StreamPosition, error) {
 	t, err := b.e.Tail(ctx, basin, stream)
-	if errors.Is(err, manifest.ErrNotExist) {
-		if created, cerr := b.autoCreate(ctx, basin, stream, func(c s2api.BasinConfig) bool { return c.CreateStreamOnRead }); cerr != nil {
-			return s2api.StreamPosition{}, apiError(cerr)
-		} else if created {
-			t, err = b.e.Tail(ctx, basin, stream)
-		}
-	}
 	if err != nil {
 		return s2api.StreamPosition{}, apiError(err)
 	}
 	return pos(t), nil
 }
 
-func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (server.ReadCursor, error) {
-	return nil, &s2api.Error{Code: s2api.CodeUnavailable, Message: "reads are not wired yet"}
-}

@@ -77,6 +77,7 @@ func (s *State) Encode() []byte {
 		e.uv(c.Retention.AgeSecs)
 		e.uv(c.DeleteOnEmpty.MinAgeSecs)
 		e.boolean(c.QueueMode)
+		e.str(c.StorageClass)
 		e.uv(uint64(len(s.Groups)))
 		for _, name := range slices.Sorted(maps.Keys(s.Groups)) {
 			g := s.Groups[name]
@@ -297,6 +298,7 @@ func Decode(key string, data []byte) (*State, error) {
 	s.Config.Retention.AgeSecs = d.uv("retention age")
 	s.Config.DeleteOnEmpty.MinAgeSecs = d.uv("delete_on_empty")
 	s.Config.QueueMode = d.boolean("queue mode")
+	s.Config.StorageClass = d.str("storage class")
 	n := d.count("groups", 3)
 	s.Groups = make(map[string]Group, n)
 	for range n {

@@ -81,6 +81,10 @@ type Config struct {
 	// QueueMode drops entries once every consumer group has acknowledged them (and there is at
 	// least one group).
 	QueueMode bool
+	// StorageClass is S2's storage_class as the stream was configured: "standard", "express",
+	// or "" when never set. It is kept so that it reads back as set; sluice's latency is the
+	// object store's whatever it says.
+	StorageClass string
 }
 
 // DefaultConfig is client-prefer, capped, infinite retention, delete_on_empty disabled, not a
@@ -100,6 +104,11 @@ func (c Config) Validate() error {
 	}
 	if !c.Retention.Infinite && c.Retention.AgeSecs == 0 {
 		errs = append(errs, fmt.Errorf("%w: retention age must be > 0 seconds (or infinite)", ErrInvalidConfig))
+	}
+	switch c.StorageClass {
+	case "", "standard", "express":
+	default:
+		errs = append(errs, fmt.Errorf("%w: unknown storage class %q (want standard or express)", ErrInvalidConfig, c.StorageClass))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+)
+
+// reader returns the stream's shared stateless reader (its segment cache is shared by every
+// read of the stream). Readers are cheap and hold no goroutines, so they are kept until the
+// stream is deleted or the engine closes.
+func (e *Engine) reader(basin, name string) (*consumer.Reader, catalog.Stream, error) {
+	st, err := catalog.Locate(basin, name)
+	if err != nil {
+		return nil, st, err
+	}
+	key := streamKey{basin, name}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, st, ErrClosed
+	}
+	if r, ok := e.readers[key]; ok {
+		return r, st, nil
+	}
+	cfg := e.cfg.Consumer
+	cfg.ObjectStore = e.cfg.Store
+	cfg.ManifestPath = st.ManifestPath
+	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Notifier = e.notifier
+	cfg.Logger = e.cfg.Logger.With(slog.String("basin", basin), slog.String("stream", name))
+	cfg.Registerer = nil
+	r, err := consumer.NewReader(cfg)
+	if err != nil {
+		return nil, st, err
+	}
+	e.readers[key] = r
+	return r, st, nil
+}
+
+// Open starts a read session on a stream (see consumer.Reader.Open).
+func (e *Engine) Open(ctx context.Context, basin, name string, req consumer.ReadRequest) (*consumer.Session, error) {
+	r, _, err := e.reader(basin, name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.Open(ctx, req)
+	if errors.Is(err, manifest.ErrNotExist) {
+		if berr := e.requireBasin(ctx, basin); berr != nil {
+			return nil, berr
+		}
+	}
+	return s, err
+}
+
+func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (server.ReadCursor, error) {
+	var st consumer.Start
+	switch {
+	case start.SeqNum != nil:
+		st = consumer.AtSeqNum(*start.SeqNum)
+	case start.Timestamp != nil:
+		st = consumer.AtTimestamp(*start.Timestamp)
+	case start.TailOffset != nil:
+		st = consumer.AtTailOffset(*start.TailOffset)
+	default:
+		st = consumer.AtTailOffset(0)
+	}
+	st.Clamp = start.Clamp
+	s, err := b.e.Open(ctx, basin, stream, consumer.ReadRequest{Start: st, Follow: true})
+	if err != nil {
+		var re *consumer.RangeError
+		if errors.As(err, &re) {
+			return nil, &s2api.RangeNotSatisfiableError{Tail: pos(re.Tail)}
+		}
+		return nil, apiError(err)
+	}
+	cfg := b.e.cfg.Consumer
+	return &cursor{s: s, maxRecords: cfg.MaxBatchRecords, maxBytes: cfg.MaxBatchBytes}, nil
+}
+
+// cursor adapts a following consumer.Session to the server's ReadCursor. A session's batch
+// may be larger than the server asks for; the rest waits in pending for the next call.
+type cursor struct {
+	s                    *consumer.Session
+	pending              []consumer.Record
+	maxRecords, maxBytes int // one Poll's limits: the reader's batch limits
+}
+
+func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2api.ReadBatch, error) {
+	if len(c.pending) == 0 && block {
+		b, err := c.s.Next(ctx)
+		if err != nil {
+			return s2api.ReadBatch{}, apiError(err)
+		}
+		c.pending = b.Records
+	}
+	// Top up with what is available now, without waiting at the tail, until the limits are
+	// met: one session batch may hold only part of what the stream has.
+	for len(c.pending) < lim.Records && meteredSize(c.pending) < lim.Bytes {
+		b, err := c.s.Read(ctx, c.maxRecords, c.maxBytes, false)
+		if err != nil {
+			return s2api.ReadBatch{}, apiError(err)
+		}
+		if len(b.Records) == 0 {
+			break
+		}
+		c.pending = append(c.pending, b.Records...)
+	}
+	n, bytes := 0, 0
+	for n < len(c.pending) && n < lim.Records {
+		sz := c.pending[n].MeteredSize()
+		if n > 0 && bytes+sz > lim.Bytes {
+			break
+		}
+		bytes += sz
+		n++
+	}
+	out := s2api.ReadBatch{Records: make([]s2api.SequencedRecord, n)}
+	for i, r := range c.pending[:n] {
+		out.Records[i] = s2api.SequencedRecord{SeqNum: r.SeqNum, Timestamp: r.Timestamp, Headers: r.Headers, Body: r.Body}
+	}
+	c.pending = c.pending[n:]
+	tail := pos(c.s.Tail())
+	out.Tail = &tail
+	return out, nil
+}
+
+func meteredSize(rs []consumer.Record) int {
+	n := 0
+	for i := range rs {
+		n += rs[i].MeteredSize()
+	}
+	return n
+}
+
+func (c *cursor) Close() error { return c.s.Close() }
