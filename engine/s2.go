@@ -258,4 +258,3 @@ func (b *s2Backend) CheckTail(ctx context.Context, basin, stream string) (s2api.
 	}
 	return pos(t), nil
 }
-
