@@ -258,3 +258,41 @@ func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter str
 		}
 	}
 }
+
+// AllStreams lists every stream of the store: the root namespace's, then each basin's.
+func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
+	var all []Stream
+	listBasin := func(basin string) error {
+		after := ""
+		for {
+			ss, more, err := ListStreams(ctx, s, basin, "", after, 1000)
+			if err != nil {
+				return err
+			}
+			all = append(all, ss...)
+			if !more || len(ss) == 0 {
+				return nil
+			}
+			after = ss[len(ss)-1].Name
+		}
+	}
+	if err := listBasin(""); err != nil {
+		return nil, err
+	}
+	after := ""
+	for {
+		bs, more, err := ListBasins(ctx, s, "", after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			if err := listBasin(b); err != nil {
+				return nil, err
+			}
+		}
+		if !more || len(bs) == 0 {
+			return all, nil
+		}
+		after = bs[len(bs)-1]
+	}
+}

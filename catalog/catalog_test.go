@@ -140,6 +140,15 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 			t.Fatalf("paged: got %q want %q", paged, want)
 		}
 	}
+	all, err := AllStreams(ctx, s)
+	if err != nil || len(all) != 2*len(names) {
+		t.Fatalf("AllStreams: %d streams, %v; want %d", len(all), err, 2*len(names))
+	}
+	for i, st := range all {
+		if (i < len(names)) != (st.Basin == "") {
+			t.Fatalf("AllStreams: root streams must come first: %+v", all)
+		}
+	}
 	basins, _, err := ListBasins(ctx, s, "", "", 0)
 	if err != nil || !slices.Equal(basins, []string{"my-basin", "other-basin"}) {
 		t.Fatalf("basins %q %v", basins, err)

@@ -145,8 +145,10 @@ func TestServeStartsWithNoFlagsInEmptyDir(t *testing.T) {
 		t.Fatalf("/health = %d %q", code, body)
 	}
 	code, body = httpGet(t, base+"/metrics")
-	if code != 200 || !strings.Contains(body, "go_goroutines") {
-		t.Fatalf("/metrics = %d, missing go_goroutines:\n%.500s", code, body)
+	for _, want := range []string{"go_goroutines", `sluice_objectstore_operations_total{op="list",result="ok"}`, "sluice_engine_open_producers"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("/metrics = %d, missing %s:\n%.3000s", code, want, body)
+		}
 	}
 	if st, err := os.Stat(filepath.Join(dir, "sluice-data")); err != nil || !st.IsDir() {
 		t.Fatalf("default store directory not created: %v", err)
@@ -191,5 +193,49 @@ func TestConfigFileAndPrecedence(t *testing.T) {
 	r = sluice(t, dir, "", nil, "serve", "--config", cfg)
 	if r.code == 0 || !strings.Contains(r.stderr, "no-such-key") {
 		t.Fatalf("unknown config key: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestServeAPIAndCLIShareStreams appends through S2's HTTP API and reads the same stream with
+// the CLI (--basin), and the other way round: the daemon and library mode see one layout.
+func TestServeAPIAndCLIShareStreams(t *testing.T) {
+	dir := t.TempDir()
+	base := startServe(t, dir, nil)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("S2-Basin", "shared-basin")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := do("POST", "/v1/basins", `{"basin":"shared-basin"}`); code != 201 {
+		t.Fatalf("create basin: %d %s", code, body)
+	}
+	if code, body := do("PUT", "/streams/events", `{"stream":"events","config":{}}`); code/100 != 2 {
+		t.Fatalf("create stream: %d %s", code, body)
+	}
+	if code, body := do("POST", "/streams/events/records", `{"records":[{"body":"from-http"}]}`); code != 200 || !strings.Contains(body, `"end":{"seq_num":1`) {
+		t.Fatalf("append: %d %s", code, body)
+	}
+	r := sluice(t, dir, "", nil, "read", "--basin", "shared-basin", "events", "--seq-num", "0")
+	if r.code != 0 || !strings.Contains(r.stdout, `"body":"from-http"`) {
+		t.Fatalf("CLI read of an API-written stream: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	r = sluice(t, dir, "from-cli\n", nil, "append", "--basin", "shared-basin", "events")
+	if r.code != 0 {
+		t.Fatalf("CLI append: exit %d stderr %s", r.code, r.stderr)
+	}
+	code, body := do("GET", "/streams/events/records?seq_num=0&count=10", "")
+	if code != 200 || !strings.Contains(body, "from-http") || !strings.Contains(body, "from-cli") {
+		t.Fatalf("API read of a CLI-written stream: %d %s", code, body)
 	}
 }

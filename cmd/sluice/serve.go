@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
+	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/server"
 )
@@ -28,6 +30,9 @@ type serveFlags struct {
 	tlsKey          string
 	maxBodyBytes    int64
 	flushInterval   time.Duration
+	gcInterval      time.Duration
+	gcGracePeriod   time.Duration
+	noGC            bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -64,6 +69,9 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted, in bytes (at least 1 MiB)")
 	fl.DurationVar(&f.flushInterval, "flush-interval", engine.DefaultConfig().Producer.FlushInterval, "how long a producer collects appends into one batch object")
+	fl.DurationVar(&f.gcInterval, "gc-interval", gc.DefaultConfig().Interval, "how often retention and garbage collection run over every stream")
+	fl.DurationVar(&f.gcGracePeriod, "gc-grace-period", gc.DefaultConfig().GracePeriod, "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it")
+	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
 
@@ -80,6 +88,12 @@ func (f *serveFlags) validate() error {
 	}
 	if f.flushInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --flush-interval: must not be negative", f.flushInterval))
+	}
+	if f.gcInterval <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
+	}
+	if f.gcGracePeriod < 2*time.Second {
+		errs = append(errs, fmt.Errorf("invalid value %v for --gc-grace-period: must be at least 2s", f.gcGracePeriod))
 	}
 	return errors.Join(errs...)
 }
@@ -102,20 +116,49 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	store, err := openStore(ctx, g.store, reg)
+	store, err := openStore(ctx, g.store)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	store = objectstore.Instrument(store, newStoreMetrics(reg))
 
 	ecfg := engine.DefaultConfig()
 	ecfg.Store = store
 	ecfg.Logger = log
 	ecfg.Registerer = reg
 	ecfg.Producer.FlushInterval = f.flushInterval
+	// GC safety: a producer never commits an upload older than half the grace period.
+	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
+	ecfg.Producer.Registerer = reg
+	ecfg.Consumer.Registerer = reg
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
+	}
+	var gcRunner *gc.Runner
+	if !f.noGC {
+		gcfg := gc.DefaultConfig()
+		gcfg.Interval = f.gcInterval
+		gcfg.GracePeriod = f.gcGracePeriod
+		gcfg.Logger = log
+		gcfg.Registerer = reg
+		gcRunner, err = gc.Run(ctx, store, gcfg, func(ctx context.Context) ([]gc.Stream, error) {
+			all, err := catalog.AllStreams(ctx, store)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]gc.Stream, len(all))
+			for i, st := range all {
+				out[i] = gc.Stream{ManifestPath: st.ManifestPath, DataPrefix: st.DataPrefix}
+			}
+			return out, nil
+		})
+		if err != nil {
+			eng.Close(ctx)
+			return fmt.Errorf("garbage collection: %w", err)
+		}
+		defer gcRunner.Close()
 	}
 	opts := []server.Option{
 		server.WithLogger(log),
@@ -207,8 +250,8 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	return serveErr
 }
 
-// openStore opens the store named by --store and instruments it into reg.
-func openStore(ctx context.Context, url string, reg prometheus.Registerer) (objectstore.Store, error) {
+// openStore opens the store named by --store.
+func openStore(ctx context.Context, url string) (objectstore.Store, error) {
 	s, err := objectstore.Open(ctx, storeURL(url))
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", redactURL(url), err)
