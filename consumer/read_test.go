@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -365,4 +367,74 @@ func TestSessionRead(t *testing.T) {
 	if _, err := s2.Read(ctx, 0, 8, true); !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("zero records: %v", err)
 	}
+}
+
+// TestReadAcrossSegments: a stream long enough to have sealed segments reads exactly from
+// positions inside segments and in the recent entries, by seq_num, timestamp and tail offset,
+// also after a trim into a segment.
+func TestReadAcrossSegments(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	rng := rand.New(rand.NewPCG(seed(t), 13))
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	objects := manifest.MaxRecentEntries + manifest.SealEntries/2
+	ts := uint64(baseTS)
+	for i := range objects {
+		ts += uint64(rng.IntN(3))
+		f.object([]batchfmt.Record{rec(ts, fmt.Sprintf("o%d", i))})
+	}
+	snap, err := manifest.Load(ctx, store, f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.State.Segments) == 0 {
+		t.Fatal("no segments")
+	}
+	n := uint64(len(f.want))
+	reg := prometheus.NewRegistry()
+	r := f.reader(func(c *Config) { c.Registerer = reg; c.MaxBatchRecords = 1 + rng.IntN(50) })
+	delivered := 0
+	for _, s := range []uint64{0, 1, 255, 256, 257, 400, n - 10, n - 1, uint64(rng.IntN(int(n)))} {
+		got, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(s), Count: u64(20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprintf("seq_num %d", s), got, limit(fromSeq(f.want, s), u64(20), nil, nil))
+		delivered += len(got)
+		w := f.want[s].ts
+		got, err = r.ReadAll(ctx, ReadRequest{Start: AtTimestamp(w), Count: u64(5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, fmt.Sprintf("timestamp %d", w), got, limit(fromTS(f.want, w), u64(5), nil, nil))
+		delivered += len(got)
+	}
+	got, err := r.ReadAll(ctx, ReadRequest{Start: AtTailOffset(n - 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "tail offset", got, f.want[3:])
+	delivered += len(got)
+
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted float64
+	for _, fam := range fams {
+		if fam.GetName() == "sluice_consumer_records_total" {
+			counted = fam.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if counted != float64(delivered) {
+		t.Fatalf("records metric %v, delivered %d", counted, delivered)
+	}
+
+	tp := uint64(300)
+	f.object([]batchfmt.Record{batchfmt.TrimRecord(tp)})
+	got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(10), Count: u64(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "after trim into a segment", got, f.want[tp:tp+3])
 }
