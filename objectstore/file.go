@@ -71,11 +71,6 @@ type FileStore struct {
 	stripes [fileLockStripes]sync.Mutex
 }
 
-// ErrKeyConflict matches errors from a file store put whose key is a directory holding other
-// objects, or has an object as a path prefix ("a" and "a/b" cannot both exist on a file
-// system). It is a plain failure: nothing was written.
-var ErrKeyConflict = errors.New("objectstore: key conflicts with another key's path")
-
 const (
 	fileTmpDirName  = ".sluice-tmp"
 	fileLockStripes = 64
@@ -85,21 +80,6 @@ const (
 )
 
 var fileMagic = [7]byte{'S', 'L', 'U', 'I', 'C', 'E', 'O'}
-
-// FileOption configures NewFileStore.
-type FileOption func(*fileConfig)
-
-type fileConfig struct {
-	logger *slog.Logger
-	noSync bool
-}
-
-// WithFileLogger sets the logger (default: discard).
-func WithFileLogger(l *slog.Logger) FileOption { return func(c *fileConfig) { c.logger = l } }
-
-// WithFileNoSync skips fsync of files and directories. Writes stay atomic but are no longer
-// durable across a machine crash. For benchmarks and throwaway data only.
-func WithFileNoSync() FileOption { return func(c *fileConfig) { c.noSync = true } }
 
 // NewFileStore opens (creating if needed) a file store rooted at dir.
 func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
@@ -311,7 +291,13 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.Reader, size in
 	if err != nil {
 		return ObjectInfo{}, NewOpError("put", key, nil, err)
 	}
-	defer os.Remove(tmp) // a no-op after a successful rename
+	renamed := false
+	defer func() {
+		// After a rename the name is free and may belong to another put's temp file by now.
+		if !renamed {
+			os.Remove(tmp)
+		}
+	}()
 	unlock, err := s.lock(key)
 	if err != nil {
 		return ObjectInfo{}, NewOpError("put", key, nil, err)
@@ -339,6 +325,7 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.Reader, size in
 		publish = os.Link
 	}
 	created, err := s.publish(key, tmp, final, publish)
+	renamed = err == nil && !cond.IfAbsent
 	if err != nil {
 		if cond.IfAbsent && errors.Is(err, fs.ErrExist) {
 			if fi, serr := os.Lstat(final); serr == nil && !fi.IsDir() {

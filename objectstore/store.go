@@ -26,6 +26,19 @@
 //
 // Keys: non-empty, valid UTF-8, no NUL, no empty path segment, no "." or ".." segment, no
 // leading slash. ValidateKey reports the first problem.
+//
+// Backends: MemStore (tests, one process), FileStore (a directory shared by the processes of
+// one machine; see its doc for the on-disk format and locking) and S3Store (AWS S3 or any
+// S3-compatible server; see its doc for error mapping, retries and streaming). Open builds any
+// of them from a URL (mem://, file:///dir or a path, s3://bucket/prefix?endpoint=&region=&path_style=),
+// confining keys to the URL's prefix with WithPrefix.
+//
+// Wrappers: NewFaultStore injects seeded failures, outcome-unknown errors and delays for
+// protocol tests; Instrument reports each operation's count, bytes, latency and error class to
+// an Observer, which cmd/sluice adapts to Prometheus.
+//
+// Every backend and wrapper passes the conformance suite in package objectstore/storetest; the
+// S3 backend runs it against versitygw (scripts/test.sh).
 package objectstore
 
 import (
