@@ -100,7 +100,15 @@ func (e *libEnv) streamErr(name string, err error) error {
 	case errors.Is(err, manifest.ErrCorrupt):
 		return fmt.Errorf("%s: corrupt manifest: %w", e.where(name), err)
 	}
-	return fmt.Errorf("%s: %w", e.where(name), err)
+	return fmt.Errorf("%s: %w%s", e.where(name), err, bucketHint(err))
+}
+
+// bucketHint suggests a fix for a store error that says the S3 bucket does not exist.
+func bucketHint(err error) string {
+	if err != nil && strings.Contains(err.Error(), "NoSuchBucket") {
+		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
+	}
+	return ""
 }
 
 // load reads a stream's manifest.

@@ -301,7 +301,7 @@ object per line: {"name":"..."}, in name order.`,
 			for {
 				streams, more, err := catalog.ListStreams(ctx, e.store, basin, prefix, after, 1000)
 				if err != nil {
-					return fmt.Errorf("listing streams in store %s: %w", redactURL(g.store), err)
+					return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, bucketHint(err))
 				}
 				for _, s := range streams {
 					names = append(names, s.Name)
