@@ -252,6 +252,7 @@ func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, err e
 	case st == http.StatusNotFound && cond.IfMatch != "" && (apiCode(err) == "NoSuchKey" || apiCode(err) == "NotFound"):
 		return NewOpError("put", key, ErrPreconditionFailed, err)
 	case st >= 500:
+		s.logger.Debug("objectstore: s3: put outcome unknown", "bucket", s.bucket, "key", key, "status", st, "err", err)
 		return NewOpError("put", key, ErrOutcomeUnknown, err)
 	case st != 0:
 		return NewOpError("put", key, nil, err)
@@ -259,6 +260,7 @@ func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, err e
 		return NewOpError("put", key, nil, err)
 	}
 	// No response: the request may have been applied.
+	s.logger.Debug("objectstore: s3: put outcome unknown", "bucket", s.bucket, "key", key, "err", err)
 	return NewOpError("put", key, ErrOutcomeUnknown, err)
 }
 

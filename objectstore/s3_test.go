@@ -168,3 +168,30 @@ func TestNewS3StoreValidation(t *testing.T) {
 		t.Fatalf("want both problems reported, got %v", err)
 	}
 }
+
+func TestS3PutTimeoutAfterSendIsUnknown(t *testing.T) {
+	release := make(chan struct{})
+	received := make(chan struct{}, 1)
+	s, n := fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		received <- struct{}{}
+		select { // hold the answer until the client has given up
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-received // the whole request reached the server; now lose the answer
+		cancel()
+	}()
+	_, err := objectstore.PutBytes(ctx, s, "k", []byte("body"), objectstore.IfMatch(`"v"`))
+	if !errors.Is(err, objectstore.ErrOutcomeUnknown) || errors.Is(err, objectstore.ErrPreconditionFailed) {
+		t.Fatalf("put whose answer never came: %v, want ErrOutcomeUnknown only", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d requests, want 1", got)
+	}
+}
