@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The library commands take their flags from SLUICE_* variables and the --config file too,
+// with the command line first.
+func TestConfigLayersForLibraryCommands(t *testing.T) {
+	dir := t.TempDir()
+	fromEnv, fromFile, fromFlag := filepath.Join(dir, "env-store"), filepath.Join(dir, "file-store"), filepath.Join(dir, "flag-store")
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("store: %s\nformat: json\nlisten: 127.0.0.1:0\n", fromFile)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin string, env []string, args ...string) result {
+		t.Helper()
+		r := sluice(t, dir, stdin, env, args...)
+		if r.code != 0 {
+			t.Fatalf("sluice %v (env %v): exit %d: %s", args, env, r.code, r.stderr)
+		}
+		return r
+	}
+	// The file sets the store and append's format (a key of another command, listen, is fine).
+	run("", nil, "stream", "create", "s", "--config", cfg)
+	run(`{"body":"from the file's format"}`+"\n", nil, "append", "s", "--config", cfg)
+	if _, err := os.Stat(filepath.Join(fromFile, "streams", "s", "manifest")); err != nil {
+		t.Fatalf("--config store not used: %v", err)
+	}
+	// The environment beats the file; the command line beats both.
+	run("", []string{"SLUICE_STORE=" + fromEnv}, "stream", "create", "s", "--config", cfg)
+	run("", []string{"SLUICE_STORE=" + fromEnv}, "stream", "create", "s", "--config", cfg, "--store", fromFlag)
+	for _, d := range []string{fromEnv, fromFlag} {
+		if _, err := os.Stat(filepath.Join(d, "streams", "s", "manifest")); err != nil {
+			t.Fatalf("store %s not used: %v", d, err)
+		}
+	}
+	out := run("", nil, "read", "s", "--config", cfg, "--format", "raw").stdout
+	if out != "from the file's format\n" {
+		t.Fatalf("read = %q", out)
+	}
+	// A bad value from the environment names the variable.
+	r := sluice(t, dir, "", []string{"SLUICE_TIMESTAMPING_MODE=soon"}, "stream", "create", "x", "--store", fromFlag)
+	if r.code == 0 || !strings.Contains(r.stderr, "SLUICE_TIMESTAMPING_MODE") || !strings.Contains(r.stderr, "--timestamping-mode") {
+		t.Fatalf("bad env value: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// SIGINT while stdin is still open: append stops reading, commits what it read, prints the
+// acks and exits 1.
+func TestAppendInterrupted(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c *cli) {
+		c.ok("", "stream", "create", "s")
+		cmd := exec.Command(sluiceBin, append([]string{"append", "s"}, c.b.args...)...)
+		cmd.Dir, cmd.Env = c.dir, cleanEnv()
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer stdin.Close()
+		// The first line's ack shows it was read and committed.
+		fmt.Fprintln(stdin, "one")
+		buf := make([]byte, 4096)
+		n, err := stdout.Read(buf)
+		if err != nil || !strings.Contains(string(buf[:n]), `"end":{"seq_num":1`) {
+			t.Fatalf("first ack %q: %v", buf[:n], err)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		rest, _ := io.ReadAll(stdout)
+		err = cmd.Wait()
+		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted") ||
+			!strings.Contains(stderr.String(), "1 records acknowledged") {
+			t.Fatalf("append after SIGINT: %v, stdout %q, stderr %q", err, rest, stderr.String())
+		}
+		if tl := decodeJSON[map[string]pos](t, c.ok("", "tail", "s").stdout); tl["tail"].SeqNum != 1 {
+			t.Fatalf("tail = %v", tl)
+		}
+	})
+}
