@@ -87,30 +87,31 @@ func TestFollowNotifier(t *testing.T) {
 // TestFollowPolls: without notifications a follower polls the manifest with conditional GETs
 // (answered "not modified" while nothing changes) and picks up a commit.
 func TestFollowPolls(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	base := objectstore.NewMemStore()
-	cs := &countingStore{Store: base, prefix: "ingest/", polled: make(chan struct{}, 1)}
-	rng := rand.New(rand.NewPCG(seed(t), 7))
-	f := newFixture(t, cs, manifest.DefaultConfig(), batchfmt.CompressionNone)
-	f.standard(rng, 2)
-	r := f.reader(func(c *Config) { c.PollInterval = time.Millisecond })
-	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(uint64(len(f.want))), Follow: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	out, errc := collect(ctx, s)
-	for range 3 {
-		<-cs.polled // a conditional GET found the manifest unchanged
-	}
-	from := len(f.want)
-	f.object([]batchfmt.Record{rec(f.want[from-1].ts+1, "polled")})
-	got := await(t, out, errc, 1)
-	check(t, "polled", got, f.want[from:])
-	if cs.notModified.Load() < 3 {
-		t.Fatalf("%d not-modified polls", cs.notModified.Load())
-	}
+	forEachBackend(t, func(t *testing.T, base objectstore.Store) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cs := &countingStore{Store: base, prefix: "ingest/", polled: make(chan struct{}, 1)}
+		rng := rand.New(rand.NewPCG(seed(t), 7))
+		f := newFixture(t, cs, manifest.DefaultConfig(), batchfmt.CompressionNone)
+		f.standard(rng, 2)
+		r := f.reader(func(c *Config) { c.PollInterval = time.Millisecond })
+		s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(uint64(len(f.want))), Follow: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, errc := collect(ctx, s)
+		for range 3 {
+			<-cs.polled // a conditional GET found the manifest unchanged
+		}
+		from := len(f.want)
+		f.object([]batchfmt.Record{rec(f.want[from-1].ts+1, "polled")})
+		got := await(t, out, errc, 1)
+		check(t, "polled", got, f.want[from:])
+		if cs.notModified.Load() < 3 {
+			t.Fatalf("%d not-modified polls", cs.notModified.Load())
+		}
+	})
 }
 
 // TestFollowStreamDeleted: a follower whose stream disappears gets ErrStreamNotFound.

@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -284,7 +285,7 @@ func (c *countingStore) Get(ctx context.Context, key string, opts objectstore.Ge
 		}
 		obj.Body = io.NopCloser(bytes.NewReader(data))
 	}
-	if opts.IfNoneMatch != "" && err != nil {
+	if opts.IfNoneMatch != "" && errors.Is(err, objectstore.ErrNotModified) {
 		c.notModified.Add(1)
 		if c.polled != nil {
 			select {
