@@ -17,8 +17,9 @@
 //   - consumer groups: name -> {epoch, checkpoint}; the checkpoint is the seq_num a group
 //     resumes from (all records below it acknowledged);
 //   - the producer table for deduplication: producer id -> {last committed batch number,
-//     last seen}, rows expiring after ProducerExpiry (24 h, longer than any commit deadline)
-//     and bounded to MaxProducers (least recently seen evicted);
+//     last seen}, bounded to MaxProducers (1024, least recently seen evicted first) and, once
+//     half full, expiring rows silent for ProducerExpiry (24 h, longer than any commit
+//     deadline; judged against the median row so one fast clock cannot expire the rest);
 //   - the recent entries, one per committed batch object, and references to sealed segments.
 //
 // # Entries, seq_nums and timestamps

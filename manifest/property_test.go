@@ -209,3 +209,40 @@ func TestLoadOrCreateRetries(t *testing.T) {
 		}
 	}
 }
+
+func TestPruneProducers(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	const day = uint64(24 * time.Hour / time.Millisecond)
+	// A small table never expires.
+	s.Producers["old"] = ProducerState{LastBatch: 1, LastSeenMs: 1}
+	s.PruneProducers(10 * day)
+	if _, ok := s.Producers["old"]; !ok {
+		t.Fatal("row of a small table expired")
+	}
+	// A big table: rows older than the expiry go, judged against the median, so one producer
+	// with a clock days ahead does not expire the others.
+	for i := range MaxProducers/2 + 10 {
+		s.Producers[fmt.Sprintf("p%d", i)] = ProducerState{LastBatch: 1, LastSeenMs: 5 * day}
+	}
+	s.PruneProducers(100 * day) // a fast clock
+	if _, ok := s.Producers["p0"]; !ok || len(s.Producers) != MaxProducers/2+10 {
+		t.Fatalf("fast clock expired rows: %d left", len(s.Producers))
+	}
+	s.PruneProducers(5*day + 10)
+	if _, ok := s.Producers["old"]; ok || len(s.Producers) != MaxProducers/2+10 {
+		t.Fatalf("stale row kept or others lost: %d rows", len(s.Producers))
+	}
+	// Beyond MaxProducers the least recently seen go first.
+	for i := range MaxProducers {
+		s.Producers[fmt.Sprintf("q%d", i)] = ProducerState{LastBatch: 1, LastSeenMs: 6 * day}
+	}
+	s.PruneProducers(6 * day)
+	if len(s.Producers) != MaxProducers {
+		t.Fatalf("%d rows, want %d", len(s.Producers), MaxProducers)
+	}
+	for id := range s.Producers {
+		if id[0] != 'q' {
+			t.Fatalf("row %s kept over more recent ones", id)
+		}
+	}
+}

@@ -128,12 +128,18 @@ type ProducerState struct {
 }
 
 // Bounds of the producer table.
+//
+// A row must outlive any write of its producer whose outcome is still being resolved; such a
+// write is resolved within the producer's commit deadline (minutes), far less than the
+// expiry, and eviction by count takes the least recently seen rows first, so a row is only
+// lost early if MaxProducers other producers commit within that window.
 const (
-	// ProducerExpiry is how long a silent producer keeps its row. It must be (and is checked by
-	// package producer to be) longer than any commit deadline.
+	// ProducerExpiry is how long a silent producer keeps its row (once the table is more than
+	// half full). It must be (and is checked by package producer to be) longer than any
+	// commit deadline.
 	ProducerExpiry = 24 * time.Hour
 	// MaxProducers bounds the table; beyond it the least recently seen rows are evicted.
-	MaxProducers = 4096
+	MaxProducers = 1024
 )
 
 // Rejection reasons recorded in an entry.
@@ -334,16 +340,12 @@ func (s *State) Producer(id string) (ProducerState, bool) {
 	return p, ok
 }
 
-// PruneProducers drops rows not seen for ProducerExpiry before nowMs, then, beyond
-// MaxProducers, the least recently seen rows.
+// PruneProducers bounds the producer table. Once it holds more than MaxProducers/2 rows, it
+// drops rows not seen for ProducerExpiry before min(nowMs, the median last-seen time), so a
+// producer whose clock runs far ahead cannot expire everyone else's rows; then, beyond
+// MaxProducers, it evicts the least recently seen rows.
 func (s *State) PruneProducers(nowMs uint64) {
-	expiry := uint64(ProducerExpiry / time.Millisecond)
-	for id, p := range s.Producers {
-		if p.LastSeenMs+expiry < nowMs {
-			delete(s.Producers, id)
-		}
-	}
-	if len(s.Producers) <= MaxProducers {
+	if len(s.Producers) <= MaxProducers/2 {
 		return
 	}
 	ids := slices.Collect(maps.Keys(s.Producers))
@@ -354,7 +356,10 @@ func (s *State) PruneProducers(nowMs uint64) {
 		}
 		return ids[i] < ids[j]
 	})
-	for _, id := range ids[:len(ids)-MaxProducers] {
-		delete(s.Producers, id)
+	ref := min(nowMs, s.Producers[ids[len(ids)/2]].LastSeenMs)
+	expiry := uint64(ProducerExpiry / time.Millisecond)
+	for len(ids) > 0 && (s.Producers[ids[0]].LastSeenMs+expiry < ref || len(ids) > MaxProducers) {
+		delete(s.Producers, ids[0])
+		ids = ids[1:]
 	}
 }
