@@ -321,7 +321,9 @@ func TestFaultStoreRules(t *testing.T) {
 // segments and recent entries, and every ack still matches.
 func TestSealingUnderConcurrentProducers(t *testing.T) {
 	store := objectstore.NewMemStore()
-	w := workload{producers: 4, writers: 2, appends: 120, maxRecords: 2, seed: seedFor(t)}
+	w := workload{producers: 4, writers: 2, appends: 160, maxRecords: 2, seed: seedFor(t)}
+	// The appenders alone make 4 × 160 = 640 batch objects (FlushInterval 0): more than
+	// MaxRecentEntries.
 	out := w.run(t, func(i int) Config {
 		c := testConfig(store)
 		c.FlushInterval = 0
