@@ -823,7 +823,8 @@ func (s *suite) invalidKeys(t *testing.T, st objectstore.Store) {
 	}
 }
 
-// shortReader returns fewer bytes than declared.
+// bodySizeMismatch: a body shorter or longer than its declared size (or a negative size) is
+// refused and leaves nothing behind.
 func (s *suite) bodySizeMismatch(t *testing.T, st objectstore.Store) {
 	ctx := ctxFor(t)
 	_, err := st.Put(ctx, "short", strings.NewReader("abc"), 10, objectstore.Unconditional())
