@@ -97,3 +97,28 @@ func uniquePrefix(t testing.TB, base string) string {
 	}
 	return p
 }
+
+// Mem returns an empty in-memory store, closed when t ends.
+func Mem(t testing.TB) objectstore.Store {
+	t.Helper()
+	s := objectstore.NewMemStore()
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Backend names a way to get a fresh store in a test.
+type Backend struct {
+	Name string
+	New  func(t testing.TB) objectstore.Store
+}
+
+// Backends are mem, file and s3 (s3 skips or fails as S3 does).
+var Backends = []Backend{{"mem", Mem}, {"file", File}, {"s3", S3}}
+
+// ForEachBackend runs fn as a subtest per backend, each with a fresh store.
+func ForEachBackend(t *testing.T, fn func(t *testing.T, s objectstore.Store)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b.New(t)) })
+	}
+}
