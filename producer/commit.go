@@ -80,15 +80,18 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 			results[i] = res
 		}
+		p.mu.Lock()
 		for _, b := range group {
 			b.attempted = true
 		}
+		p.mu.Unlock()
 		start := time.Now()
 		wres, err := manifest.Write(p.ctx, p.store, p.cfg.ManifestPath, st, p.snap.Version)
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
 		if err == nil {
 			p.snap = &wres.Snapshot
 			p.index = p.index.WithState(p.snap.State)
+			p.tsMode.Store(uint32(st.Config.Timestamping.Mode))
 			p.m.commits.Inc()
 			p.m.commitBatches.Observe(float64(len(group)))
 			for i, b := range group {
@@ -120,8 +123,11 @@ func (p *Producer) commitGroup(group []*batch) {
 }
 
 // reload reads the manifest, retrying failures with backoff until it succeeds; it returns
-// false when the producer stops or the stream is gone (then every ticket has failed).
+// false when the producer stops or the stream is gone or corrupt (then every ticket has
+// failed). A corrupt manifest is read corruptAttempts times before the producer gives up.
 func (p *Producer) reload() bool {
+	const corruptAttempts = 3
+	corrupt := 0
 	for attempt := 0; ; attempt++ {
 		snap, err := manifest.Load(p.ctx, p.store, p.cfg.ManifestPath)
 		if err == nil && snap.State.Generation != p.gen {
@@ -140,6 +146,13 @@ func (p *Producer) reload() bool {
 			p.failAllLocked(err)
 			p.mu.Unlock()
 			return false
+		case errors.Is(err, manifest.ErrCorrupt) || errors.Is(err, manifest.ErrUnsupportedVersion):
+			if corrupt++; corrupt >= corruptAttempts {
+				p.mu.Lock()
+				p.failAllLocked(err)
+				p.mu.Unlock()
+				return false
+			}
 		}
 		p.log.Warn("manifest read failed, retrying", "attempt", attempt, "err", err)
 		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {

@@ -387,3 +387,22 @@ func counterValue(c prometheus.Metric) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func TestCorruptManifestFailsLoudly(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	p := newProducer(t, testConfig(store))
+	if _, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: bodyRecs("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objectstore.PutBytes(ctx, store, "ingest/manifest", []byte("SLMF\x01garbage-garbage"), objectstore.Unconditional()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: bodyRecs("b")})
+	if !errors.Is(err, manifest.ErrCorrupt) || !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("want a corruption error (outcome unknown: a write was attempted), got %v", err)
+	}
+	if err := p.Close(ctx); !errors.Is(err, manifest.ErrCorrupt) {
+		t.Fatalf("Close: want the fatal corruption error, got %v", err)
+	}
+}

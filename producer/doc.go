@@ -53,9 +53,11 @@
 //
 // Batches commit in batch-number order, so one producer's appends enter the stream in the
 // order Append accepted them. Appends of different producers interleave. A stream's
-// generation is checked on every re-read: if the manifest disappears or is replaced by a new
-// generation, every pending ticket fails with manifest.ErrNotExist or
-// manifest.ErrGenerationChanged and the producer stops accepting appends.
+// generation is checked on every re-read: if the manifest disappears, is replaced by a new
+// generation, or reads back corrupt three times in a row, every pending ticket fails with
+// manifest.ErrNotExist, manifest.ErrGenerationChanged or manifest.ErrCorrupt (joined with
+// ErrOutcomeUnknown where a write had been attempted) and the producer stops accepting
+// appends; Close then returns that error.
 //
 // A fixed ProducerID may be reused across restarts (the producer continues its batch
 // numbers from the manifest), but never by two live producers at once.

@@ -21,8 +21,10 @@ var (
 	// ErrAborted: the producer was closed before the append could be committed; it was
 	// not committed.
 	ErrAborted = errors.New("producer: aborted before commit")
-	// ErrOutcomeUnknown: the producer was closed while a manifest write holding the append
-	// had an unknown outcome; the append may or may not be in the stream.
+	// ErrOutcomeUnknown: the producer stopped (Close gave up, or the manifest became
+	// unreadable) after a manifest write holding the append had been attempted and before
+	// it could tell whether that write took effect: the append may or may not be in the
+	// stream.
 	ErrOutcomeUnknown = errors.New("producer: aborted, commit outcome unknown")
 	// ErrPositionsUnavailable: the append was committed, but its entry had already left the
 	// manifest (trimmed or acknowledged by every group) by the time the producer, recovering
@@ -44,7 +46,8 @@ type Ack struct {
 // has failed. Failures: *manifest.SeqNumMismatchError, *manifest.FencingTokenMismatchError,
 // manifest.ErrTimestampRequired (the append's condition failed at commit time; nothing of it
 // is in the stream), ErrAborted, ErrOutcomeUnknown, ErrPositionsUnavailable, or a fatal
-// stream error (manifest.ErrNotExist, manifest.ErrGenerationChanged).
+// stream error (manifest.ErrNotExist, manifest.ErrGenerationChanged, manifest.ErrCorrupt
+// after repeated reads), joined with ErrOutcomeUnknown when a write had been attempted.
 type Ticket struct {
 	done    chan struct{}
 	ack     Ack
@@ -570,7 +573,8 @@ func (p *Producer) recycleLocked(b *batch) {
 	b.enc, b.data = nil, nil
 }
 
-// failAllLocked makes err fatal: every pending ticket fails with it.
+// failAllLocked makes err fatal: every pending ticket fails with it (joined with
+// ErrOutcomeUnknown for batches a manifest write was attempted for).
 func (p *Producer) failAllLocked(err error) {
 	if p.fatal == nil {
 		p.fatal = err
@@ -578,7 +582,11 @@ func (p *Producer) failAllLocked(err error) {
 	}
 	p.sealLocked()
 	for _, b := range p.pending {
-		p.resolveLocked(b, nil, Position{}, err)
+		e := err
+		if b.attempted {
+			e = errors.Join(ErrOutcomeUnknown, err)
+		}
+		p.resolveLocked(b, nil, Position{}, e)
 	}
 	p.pending = nil
 	p.toUpload = nil
