@@ -131,7 +131,11 @@ done
 
 log "gofmt"
 # Every Go file git knows or would add (node_modules and other ignored trees stay out).
-mapfile -t GO_FILES < <(git ls-files -co --exclude-standard -- '*.go')
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	mapfile -t GO_FILES < <(git ls-files -co --exclude-standard -- '*.go')
+else
+	mapfile -t GO_FILES < <(find . -name '*.go' -not -path '*/node_modules/*' -not -path './.git/*')
+fi
 unformatted="$(gofmt -l "${GO_FILES[@]}")"
 if [[ -n "$unformatted" ]]; then
 	echo "not gofmt-ed:"
