@@ -24,6 +24,11 @@ func (p *Producer) commitLoop() {
 // uploaded batches that follow it, or nil when the producer stops.
 func (p *Producer) nextGroup() []*batch {
 	for {
+		if p.ctx.Err() != nil {
+			// Stopping: commitGroup would return at once, so returning a group here would
+			// spin (Close waits for this loop with uploaded batches still pending).
+			return nil
+		}
 		p.mu.Lock()
 		n := 0
 		for n < len(p.pending) && n < p.cfg.MaxGroupBatches && p.pending[n].uploaded {

@@ -102,17 +102,16 @@ type batch struct {
 // time-sortable keys "<DataPathPrefix>/<12 hex digits of ms><16 random hex digits>". One
 // committer commits them in batch order, as many as are ready in one manifest write.
 type Producer struct {
-	cfg     Config
-	store   objectstore.Store
-	log     *slog.Logger
-	m       *metrics
-	id      string
-	gen     [16]byte
-	tsMode  atomic.Uint32 // manifest.TimestampingMode, as last read
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	started time.Time
+	cfg    Config
+	store  objectstore.Store
+	log    *slog.Logger
+	m      *metrics
+	id     string
+	gen    [16]byte
+	tsMode atomic.Uint32 // manifest.TimestampingMode, as last read
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu        sync.Mutex
 	closing   bool
@@ -171,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{
 		cfg: cfg, store: cfg.ObjectStore, log: cfg.Logger.With("producer_id", cfg.ProducerID), m: m,
-		id: cfg.ProducerID, gen: snap.State.Generation, ctx: pctx, cancel: cancel, started: time.Now(),
+		id: cfg.ProducerID, gen: snap.State.Generation, ctx: pctx, cancel: cancel,
 		nextNum: 1, space: make(chan struct{}), progress: make(chan struct{}),
 		upKick: make(chan struct{}, cfg.UploadConcurrency), comKick: make(chan struct{}, 1), lingerKck: make(chan struct{}, 1),
 		snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
@@ -269,6 +268,11 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 		b.enc = batchfmt.NewEncoder(p.cfg.BatchCompression)
 		for _, a := range b.appends {
 			b.enc.Add(a)
+		}
+		if len(b.appends) == 0 {
+			// Do not leave an empty batch (or a gap in the batch numbers) behind.
+			p.open = nil
+			p.nextNum--
 		}
 		p.releaseLocked(1, metered)
 		return nil, fmt.Errorf("producer: %w", err)
