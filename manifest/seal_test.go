@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"context"
+	"regexp"
 	"testing"
 	"time"
 
@@ -53,6 +54,12 @@ func TestManifestBoundWith100kEntries(t *testing.T) {
 	}
 	if len(st.Segments) > SegmentFanout*4 || st.Segments[0].Level == 0 {
 		t.Fatalf("refs not merged into levels: %d refs, oldest of level %d", len(st.Segments), st.Segments[0].Level)
+	}
+	keyShape := regexp.MustCompile(`^ingest/manifest\.seg/[0-9a-f]{8}-[0-9]{20}-[0-9]{1,3}-[0-9a-f]{16}$`)
+	for _, r := range st.Segments {
+		if !keyShape.MatchString(r.Key) {
+			t.Fatalf("segment key %q does not have the documented shape", r.Key)
+		}
 	}
 	// Reload: the stored manifest decodes and lookups span segments.
 	snap, err = Load(ctx, store, "ingest/manifest")

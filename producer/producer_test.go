@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -190,6 +191,13 @@ func TestManyProducersOneStream(t *testing.T) {
 			}, 30*time.Second)
 			recs, st := readStream(t, store, "ingest/manifest")
 			verify(t, recs, out.acked, out.rejected, out.maybe)
+			// The documented key shape, which the collector relies on.
+			keyShape := regexp.MustCompile(`^ingest/[0-9a-f]{28}$`)
+			for _, e := range st.Entries {
+				if !keyShape.MatchString(e.Key) {
+					t.Fatalf("batch key %q does not have the documented shape", e.Key)
+				}
+			}
 			if out.failed > 0 || len(out.acked) == 0 || len(out.rejected) == 0 {
 				t.Fatalf("%d failed, %d acked, %d rejected", out.failed, len(out.acked), len(out.rejected))
 			}
