@@ -206,8 +206,10 @@ func TestReadFollow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c *cli) {
 		c.ok("", "stream", "create", "live")
 		c.ok("old\n", "append", "live")
-		p := c.start("read", "live", "--tail-offset", "0", "--follow", "--format", "raw")
-		// Appends made while the reader follows reach it, in order; the old record does not.
+		// Start after "old" by seq_num (a --tail-offset 0 start would race with the first
+		// append below).
+		p := c.start("read", "live", "--seq-num", "1", "--follow", "--format", "raw")
+		// Appends made while the reader follows reach it, in order.
 		for i := range 3 {
 			c.ok(fmt.Sprintf("new-%d\n", i), "append", "live")
 			if l := p.next(); l != fmt.Sprintf("new-%d", i) {
