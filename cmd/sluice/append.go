@@ -130,8 +130,8 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		return err
 	}
 
-	var st8 appendStats
-	st8.start = time.Now()
+	var stats appendStats
+	stats.start = time.Now()
 
 	// The printer resolves tickets in append order and prints their acks. It records the
 	// first failure and keeps printing later acks: those appends are in the stream.
@@ -152,7 +152,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 				fail(e.streamErr(name, appendErr(err)))
 				continue
 			}
-			st8.acked.Add(int64(t.records))
+			stats.acked.Add(int64(t.records))
 			if err := out.write(ackJSON{Start: posJSON(ack.Start), End: posJSON(ack.End), Tail: posJSON(ack.Tail)}); err != nil {
 				fail(err)
 			}
@@ -174,7 +174,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 			case <-progQuit:
 				return
 			case <-tk.C:
-				st8.report(os.Stderr, false)
+				stats.report(os.Stderr, false)
 			}
 		}
 	}()
@@ -191,7 +191,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		if err != nil {
 			return e.streamErr(name, appendErr(err))
 		}
-		st8.appended.Add(int64(len(in.Records)))
+		stats.appended.Add(int64(len(in.Records)))
 		// The printer drains tickets until the channel is closed, even after a failure.
 		tickets <- appendTicket{t: t, records: len(in.Records)}
 		return nil
@@ -218,7 +218,7 @@ loop:
 				stopErr = it.err
 				break loop
 			}
-			st8.read.Add(1)
+			stats.read.Add(1)
 			ins, err := batcher.Add(it.rec)
 			if err != nil {
 				stopErr = fmt.Errorf("stdin line %d: %w", it.line, err)
@@ -264,13 +264,13 @@ loop:
 	close(progQuit)
 	<-progDone
 	if showProgress {
-		st8.report(os.Stderr, true)
+		stats.report(os.Stderr, true)
 	}
 	switch {
 	case failErr != nil:
 		return failErr
 	case stopErr != nil:
-		return fmt.Errorf("%w (%d records acknowledged; their acks are on stdout)", stopErr, st8.acked.Load())
+		return fmt.Errorf("%w (%d records acknowledged; their acks are on stdout)", stopErr, stats.acked.Load())
 	case cerr != nil:
 		return e.streamErr(name, cerr)
 	}

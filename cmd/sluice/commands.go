@@ -59,7 +59,8 @@ func newTailCmd(g *globals) *cobra.Command {
 		Use:   "tail STREAM",
 		Short: "Print the stream's tail position",
 		Long: `Print the tail of STREAM as JSON: {"tail":{"seq_num":N,"timestamp":T}}, where N is
-the seq_num the next record will get and T the timestamp of the last record.`,
+the seq_num the next record will get and T the timestamp of the last record.
+To print new records as they arrive: sluice read STREAM --tail-offset 0 --follow.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
