@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// streamRecord is a record as the checker's own reader sees it.
+type streamRecord struct {
+	seq, ts uint64
+	body    string
+	command string
+}
+
+// readStream is the checker's reader, independent of package consumer: it walks the
+// manifest's entries (across segments), decodes each batch object, skips rejected appends,
+// numbers records from the entry's first seq_num and replays timestamps with the entry's
+// clock. It also returns every key the manifest references (batch objects and segments,
+// recursively).
+func readStream(ctx context.Context, store objectstore.Store, path string) ([]streamRecord, *manifest.State, map[string]bool, error) {
+	snap, err := manifest.Load(ctx, store, path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("load manifest: %w", err)
+	}
+	st := snap.State
+	refs := map[string]bool{}
+	var walkRefs func([]manifest.SegmentRef) error
+	walkRefs = func(rs []manifest.SegmentRef) error {
+		for _, r := range rs {
+			refs[r.Key] = true
+			seg, err := manifest.LoadSegment(ctx, store, r.Key)
+			if err != nil {
+				return fmt.Errorf("segment %s: %w", r.Key, err)
+			}
+			if err := walkRefs(seg.Refs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walkRefs(st.Segments); err != nil {
+		return nil, st, refs, err
+	}
+	var out []streamRecord
+	next := st.FirstSeq()
+	err = manifest.NewIndex(store, st).Walk(ctx, 0, func(e *manifest.Entry) error {
+		refs[e.Key] = true
+		if e.FirstSeq != next {
+			return fmt.Errorf("entry %s starts at %d, want %d (positions not contiguous)", e.Key, e.FirstSeq, next)
+		}
+		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
+		if err != nil {
+			return fmt.Errorf("entry %s [%d, %d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
+		}
+		b, err := batchfmt.Decode(data)
+		if err != nil {
+			return fmt.Errorf("entry %s: %w", e.Key, err)
+		}
+		if b.NumAppends() != int(e.Appends) {
+			return fmt.Errorf("entry %s: %d appends in the object, %d in the entry", e.Key, b.NumAppends(), e.Appends)
+		}
+		clock := e.Clock()
+		it := b.Iter(e.IsRejected)
+		for it.Next() {
+			r := it.Record()
+			out = append(out, streamRecord{seq: next, ts: clock.Next(r.HasTimestamp, r.Timestamp), body: string(r.Body), command: r.Command()})
+			next++
+		}
+		if it.Err() != nil {
+			return it.Err()
+		}
+		if next != e.EndSeq() {
+			return fmt.Errorf("entry %s: read up to %d, entry ends at %d", e.Key, next, e.EndSeq())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, st, refs, err
+	}
+	if next != st.Tail.SeqNum {
+		return nil, st, refs, fmt.Errorf("records end at %d, tail is %d", next, st.Tail.SeqNum)
+	}
+	return out, st, refs, nil
+}
+
+// finalChecks runs after every process stopped and every late write landed.
+func (h *harness) finalChecks() {
+	ctx := context.Background()
+	h.faults.SetEnabled(false)
+	if h.sc.GC {
+		// Let every orphan age past the grace period, then collect: what is left must be
+		// referenced, and what is referenced must be readable.
+		time.Sleep(h.sc.Grace + time.Second)
+		for range 2 {
+			if _, err := gc.Pass(ctx, h.shared, h.sc.ManifestPath, h.sc.DataPrefix, h.gcConfig()); err != nil {
+				h.violate("final gc pass: %v", err)
+			}
+		}
+	}
+	if h.sc.afterGC != nil {
+		h.sc.afterGC(h)
+	}
+	recs, st, refs, err := readStream(ctx, h.base, h.sc.ManifestPath)
+	if err != nil {
+		h.violate("final read: %v", err)
+	}
+	for key, when := range h.led.deletedKeys() {
+		if refs[key] {
+			h.violate("object %s, referenced by the manifest, was deleted at %v", key, when.Sub(h.start))
+		}
+	}
+	h.led.mu.Lock()
+	bad := append([]error(nil), h.led.bad...)
+	h.led.mu.Unlock()
+	for _, e := range bad {
+		h.violate("%v", e)
+	}
+	if err != nil {
+		return
+	}
+	if h.sc.GC {
+		h.checkCollected(ctx, refs)
+	}
+	h.checkStream(recs, st)
+	h.checkMembers(recs)
+}
+
+// checkCollected: after the final passes no unreferenced batch or segment object is left.
+func (h *harness) checkCollected(ctx context.Context, refs map[string]bool) {
+	for _, prefix := range []string{h.sc.DataPrefix + "/", manifest.SegmentPrefix(h.sc.ManifestPath)} {
+		err := objectstore.ListAll(ctx, h.base, prefix, func(info objectstore.ObjectInfo) error {
+			if refs[info.Key] {
+				return nil
+			}
+			if gc.IsBatchKey(h.sc.DataPrefix, info.Key) || gc.IsSegmentKey(h.sc.ManifestPath, info.Key) {
+				h.violate("unreferenced object %s (modified %v) survived the final collection", info.Key, info.ModTime.Sub(h.start))
+			}
+			return nil
+		})
+		if err != nil {
+			h.violate("list %s: %v", prefix, err)
+		}
+	}
+}
+
+// checkStream: positions contiguous from 0, timestamps non-decreasing, no record twice,
+// nothing that was never appended, and every acked record exactly at its acked position.
+func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
+	h.mu.Lock()
+	appended := h.appended
+	acked := append([]ackedAppend(nil), h.acked...)
+	h.mu.Unlock()
+	where := make(map[string]int, len(recs))
+	var lastTS uint64
+	for i, r := range recs {
+		if r.seq != uint64(i) {
+			h.violate("record %d has seq_num %d", i, r.seq)
+			return
+		}
+		if r.ts < lastTS {
+			h.violate("timestamp went back at seq_num %d: %d < %d", r.seq, r.ts, lastTS)
+		}
+		lastTS = r.ts
+		if r.command != "" {
+			h.violate("command record %q at %d, none was appended", r.command, r.seq)
+			continue
+		}
+		if j, dup := where[r.body]; dup {
+			h.violate("record %q appears twice, at %d and %d", r.body, j, i)
+		}
+		where[r.body] = i
+		if !appended[r.body] {
+			h.violate("record %q at %d was never appended", r.body, i)
+		}
+	}
+	if st.Tail.SeqNum != uint64(len(recs)) {
+		h.violate("tail %d, %d records", st.Tail.SeqNum, len(recs))
+	}
+	for _, a := range acked {
+		if a.ack.End.SeqNum-a.ack.Start.SeqNum != uint64(len(a.bodies)) {
+			h.violate("ack [%d, %d) for %d records", a.ack.Start.SeqNum, a.ack.End.SeqNum, len(a.bodies))
+			continue
+		}
+		if a.ack.Tail.SeqNum < a.ack.End.SeqNum {
+			h.violate("ack end %d beyond its tail %d", a.ack.End.SeqNum, a.ack.Tail.SeqNum)
+		}
+		for k, body := range a.bodies {
+			i, ok := where[body]
+			want := a.ack.Start.SeqNum + uint64(k)
+			switch {
+			case !ok:
+				h.violate("acked record %q (ack at %d) is missing", body, want)
+			case uint64(i) != want:
+				h.violate("acked record %q is at %d, its ack says %d", body, i, want)
+			case k == 0 && recs[i].ts != a.ack.Start.Timestamp:
+				h.violate("record %q: timestamp %d, its ack says %d", body, recs[i].ts, a.ack.Start.Timestamp)
+			case k == len(a.bodies)-1 && recs[i].ts != a.ack.End.Timestamp:
+				h.violate("record %q: timestamp %d, its ack's end says %d", body, recs[i].ts, a.ack.End.Timestamp)
+			}
+		}
+	}
+}
+
+// checkMembers: each member of the group saw every record from the checkpoint it joined at,
+// in order, as the stream holds them; checkpoints never went back nor past what was
+// acknowledged; and the last member reached the final tail.
+func (h *harness) checkMembers(recs []streamRecord) {
+	if !h.sc.Consumer {
+		return
+	}
+	h.mu.Lock()
+	members := append([]*member(nil), h.members...)
+	h.mu.Unlock()
+	var prevStart, acked uint64
+	for i, m := range members {
+		if m.start < prevStart {
+			h.violate("member %d joined at checkpoint %d, below the previous member's %d", i, m.start, prevStart)
+		}
+		if m.start > acked {
+			h.violate("member %d joined at checkpoint %d, beyond every acknowledgement (%d)", i, m.start, acked)
+		}
+		for k, r := range m.recs {
+			want := m.start + uint64(k)
+			if r.SeqNum != want {
+				h.violate("member %d: record %d has seq_num %d, want %d", i, k, r.SeqNum, want)
+				break
+			}
+			if r.SeqNum >= uint64(len(recs)) {
+				h.violate("member %d: record at %d beyond the final tail %d", i, r.SeqNum, len(recs))
+				break
+			}
+			if s := recs[r.SeqNum]; string(r.Body) != s.body || r.Timestamp != s.ts {
+				h.violate("member %d: record %d is (%q, ts %d), the stream holds (%q, ts %d)", i, r.SeqNum, r.Body, r.Timestamp, s.body, s.ts)
+				break
+			}
+		}
+		prevStart = m.start
+		acked = max(acked, m.ackedThru)
+	}
+	if len(members) == 0 {
+		h.violate("no consumer member joined")
+		return
+	}
+	last := members[len(members)-1]
+	if end := last.start + uint64(len(last.recs)); end != uint64(len(recs)) {
+		h.violate("the last member stopped at %d, the stream ends at %d", end, len(recs))
+	}
+}
