@@ -225,8 +225,8 @@ func newDurationValue(p *time.Duration, def time.Duration) *durationValue {
 }
 
 func (v *durationValue) String() string {
-	if v.d == nil {
-		return "0s"
+	if v.d == nil || *v.d == 0 {
+		return "0" // pflag leaves a "0" default out of --help
 	}
 	return v.d.String()
 }

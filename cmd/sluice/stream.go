@@ -31,7 +31,7 @@ objects and its sealed segments. Names are 1 to 512 bytes.`,
 	return cmd
 }
 
-// configFlags are the stream configuration flags of "stream create" and "stream config".
+// configFlags are the stream configuration flags (the streams seed's settings) of "stream create" and "stream config".
 type configFlags struct {
 	retentionAge      time.Duration
 	retentionInfinite bool
@@ -41,7 +41,7 @@ type configFlags struct {
 	queueMode         bool
 }
 
-const configFlagsHelp = `Stream configuration (the streams seed's):
+const configFlagsHelp = `Stream configuration (S2's stream config):
   --retention-age D          drop records older than D (by arrival), e.g. 7d, 36h
   --retention-infinite       keep records until trimmed (the default)
   --timestamping-mode M      client-prefer (default), client-require or arrival
