@@ -1,0 +1,559 @@
+package crashtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildDir  string
+)
+
+// sluiceBin builds the sluice command once per test binary.
+func sluiceBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "sluice-crashtest-bin-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "sluice")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/sluice-dev/sluice/cmd/sluice").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func seedFor(t *testing.T) uint64 {
+	if v := os.Getenv("SLUICE_CRASHTEST_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SLUICE_CRASHTEST_SEED=%q: %v", v, err)
+		}
+		return s
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+func cyclesFor(t *testing.T) int {
+	if v := os.Getenv("SLUICE_CRASHTEST_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SLUICE_CRASHTEST_CYCLES=%q is not a positive number", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 15
+	}
+	return 60
+}
+
+// TestCrashFile runs the crash cycles against the file store.
+func TestCrashFile(t *testing.T) {
+	if testing.Short() {
+		t.Log("-short: fewer cycles")
+	}
+	runCrash(t, "file://"+t.TempDir())
+}
+
+// TestCrashS3 runs the crash cycles against the S3-compatible server of SLUICE_TEST_S3_URL,
+// under a prefix of its own (removed afterwards).
+func TestCrashS3(t *testing.T) {
+	raw := os.Getenv("SLUICE_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SLUICE_TEST_S3_URL is not set and CI=true")
+		}
+		t.Skip("SLUICE_TEST_S3_URL not set")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("SLUICE_TEST_S3_URL: %v", err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/crashtest-%d-%d", time.Now().UnixNano(), os.Getpid())
+	storeURL := u.String()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	loc, err := objectstore.ParseURL(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s3.Close()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := objectstore.Open(ctx, storeURL)
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		defer st.Close()
+		objectstore.ListAll(ctx, st, "", func(o objectstore.ObjectInfo) error { return st.Delete(ctx, o.Key) })
+	})
+	runCrash(t, storeURL)
+}
+
+// ackLine is one line "sluice append" prints per acknowledged append.
+type ackLine struct {
+	Start struct {
+		SeqNum    uint64 `json:"seq_num"`
+		Timestamp uint64 `json:"timestamp"`
+	} `json:"start"`
+	End struct {
+		SeqNum uint64 `json:"seq_num"`
+	} `json:"end"`
+}
+
+// readLine is one line "sluice read --format json" prints.
+type readLine struct {
+	SeqNum    uint64 `json:"seq_num"`
+	Timestamp uint64 `json:"timestamp"`
+	Body      string `json:"body"`
+}
+
+// proc is one running sluice process, in its own process group (so SIGKILL takes its
+// children, the consumer's --exec commands, with it).
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout string // file
+	stderr string // file
+	done   chan struct{}
+	err    error // of Wait, once done is closed
+}
+
+func (p *proc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// producerSlot is one producer "machine": a sequence of append processes.
+type producerSlot struct {
+	id    int
+	inst  int
+	cur   *proc
+	lines []string // lines sent to cur
+	// writer of cur's stdin
+	stopWrite chan struct{}
+	writeDone chan struct{}
+	mu        sync.Mutex
+
+	sent  map[string]bool // every line ever sent by this slot
+	acked []ackedRecord
+}
+
+type ackedRecord struct {
+	body string
+	seq  uint64
+	ts   uint64 // of the append's first record, 0 for the others
+}
+
+type crashRun struct {
+	t        *testing.T
+	bin      string
+	storeURL string
+	dir      string
+	rng      *rand.Rand
+	slots    []*producerSlot
+	consumer *proc
+	cinst    int
+	cLog     string
+	kills    int
+}
+
+func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
+	r.t.Helper()
+	p := &proc{name: name, stdout: filepath.Join(r.dir, name+".out"), stderr: filepath.Join(r.dir, name+".err"), done: make(chan struct{})}
+	out, err := os.Create(p.stdout)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	errf, err := os.Create(p.stderr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p.cmd = exec.Command(r.bin, append([]string{"--store", r.storeURL, "--log-level", "warn"}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = out, errf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if stdin {
+		p.stdin, err = p.cmd.StdinPipe()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if err := p.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	out.Close()
+	errf.Close()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+func (r *crashRun) startProducer(s *producerSlot) {
+	s.inst++
+	name := fmt.Sprintf("s%d.i%d", s.id, s.inst)
+	linger := []string{"0s", "1ms", "5ms", "20ms"}[r.rng.IntN(4)]
+	s.cur = r.start(name, true, "append", "crash", "--create", "--linger", linger)
+	s.lines = nil
+	s.stopWrite, s.writeDone = make(chan struct{}), make(chan struct{})
+	wrng := rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
+	go s.write(name, wrng)
+}
+
+// write feeds the current process lines in bursts until stopped or the pipe breaks.
+func (s *producerSlot) write(name string, rng *rand.Rand) {
+	defer close(s.writeDone)
+	w := s.cur.stdin
+	for n := 0; ; {
+		var buf bytes.Buffer
+		var burst []string
+		for range 1 + rng.IntN(30) {
+			line := fmt.Sprintf("%s.n%06d", name, n)
+			n++
+			burst = append(burst, line)
+			buf.WriteString(line + "\n")
+		}
+		// Record before writing: a line the process may have read must be known.
+		s.mu.Lock()
+		s.lines = append(s.lines, burst...)
+		for _, l := range burst {
+			s.sent[l] = true
+		}
+		s.mu.Unlock()
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return
+		}
+		t := time.NewTimer(time.Duration(rng.IntN(20)) * time.Millisecond)
+		select {
+		case <-s.stopWrite:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// harvest reads the ack log of the slot's finished process and maps the acks to the lines
+// it was sent: acks come in order and each covers the next End-Start lines.
+func (r *crashRun) harvest(s *producerSlot) {
+	r.t.Helper()
+	data, err := os.ReadFile(s.cur.stdout)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := 0
+	lines := strings.SplitAfter(string(data), "\n")
+	for i, l := range lines {
+		if !strings.HasSuffix(l, "\n") {
+			if l != "" && i != len(lines)-1 {
+				r.t.Errorf("%s: unterminated ack line %q", s.cur.name, l)
+			}
+			continue // the process died while printing it: not an ack anyone saw
+		}
+		var a ackLine
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			r.t.Errorf("%s: bad ack line %q: %v", s.cur.name, l, err)
+			continue
+		}
+		n := int(a.End.SeqNum - a.Start.SeqNum)
+		if a.End.SeqNum < a.Start.SeqNum || next+n > len(s.lines) {
+			r.t.Errorf("%s: ack %s covers %d records, only %d of %d lines left", s.cur.name, strings.TrimSpace(l), n, len(s.lines)-next, len(s.lines))
+			return
+		}
+		for k := range n {
+			rec := ackedRecord{body: s.lines[next+k], seq: a.Start.SeqNum + uint64(k)}
+			if k == 0 {
+				rec.ts = a.Start.Timestamp
+			}
+			s.acked = append(s.acked, rec)
+		}
+		next += n
+	}
+}
+
+func (r *crashRun) startConsumer() {
+	r.cinst++
+	name := fmt.Sprintf("c.i%d", r.cinst)
+	batch := strconv.Itoa(1 + r.rng.IntN(50))
+	ackInterval := []string{"10ms", "100ms", "500ms"}[r.rng.IntN(3)]
+	r.consumer = r.start(name, false, "consume", "crash", "--group", "g", "--batch", batch, "--ack-interval", ackInterval,
+		"--backoff", "10ms", "--max-attempts", "0", "--exec", "cat >> "+shellQuote(r.cLog))
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// stopProducer ends a slot's current process: SIGKILL, or a clean end of input.
+func (r *crashRun) stopProducer(s *producerSlot, kill bool) {
+	r.t.Helper()
+	if kill {
+		s.cur.kill()
+		close(s.stopWrite)
+		<-s.writeDone
+	} else {
+		close(s.stopWrite)
+		<-s.writeDone
+		s.cur.stdin.Close()
+		select {
+		case <-s.cur.done:
+		case <-time.After(2 * time.Minute):
+			s.cur.kill()
+			r.t.Fatalf("%s did not exit after its input closed", s.cur.name)
+		}
+		if s.cur.err != nil {
+			r.t.Errorf("%s exited with %v after its input closed; stderr:\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+		}
+	}
+	r.harvest(s)
+}
+
+func tailFile(path string) string {
+	data, _ := os.ReadFile(path)
+	if len(data) > 3000 {
+		data = data[len(data)-3000:]
+	}
+	return string(data)
+}
+
+func runCrash(t *testing.T, storeURL string) {
+	seed := seedFor(t)
+	cycles := cyclesFor(t)
+	t.Logf("seed %d, %d cycles (replay: SLUICE_CRASHTEST_SEED=%d go test ./crashtest -run %s)", seed, cycles, seed, t.Name())
+	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5))}
+	r.cLog = filepath.Join(r.dir, "consumed.jsonl")
+	if out, err := exec.Command(r.bin, "--store", storeURL, "stream", "create", "crash").CombinedOutput(); err != nil {
+		t.Fatalf("sluice stream create: %v\n%s", err, out)
+	}
+	const producers = 3
+	for i := range producers {
+		s := &producerSlot{id: i, sent: map[string]bool{}}
+		r.slots = append(r.slots, s)
+		r.startProducer(s)
+	}
+	r.startConsumer()
+	consumerKills := 0
+	for c := range cycles {
+		time.Sleep(time.Duration(20+r.rng.IntN(300)) * time.Millisecond)
+		// Kill one process, sometimes two.
+		for range 1 + r.rng.IntN(2) {
+			victim := r.rng.IntN(producers + 1)
+			r.kills++
+			if victim == producers {
+				r.consumer.kill()
+				consumerKills++
+				r.startConsumer()
+				continue
+			}
+			s := r.slots[victim]
+			r.stopProducer(s, true)
+			r.startProducer(s)
+		}
+		if c%10 == 9 {
+			t.Logf("cycle %d: %d kills", c+1, r.kills)
+		}
+		// A process that exited by itself (not killed) is a failure.
+		for _, s := range r.slots {
+			select {
+			case <-s.cur.done:
+				t.Fatalf("%s exited on its own: %v\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+			default:
+			}
+		}
+		select {
+		case <-r.consumer.done:
+			t.Fatalf("%s exited on its own: %v\n%s", r.consumer.name, r.consumer.err, tailFile(r.consumer.stderr))
+		default:
+		}
+	}
+	// Let the producers finish cleanly: every line they read is acknowledged.
+	for _, s := range r.slots {
+		r.stopProducer(s, false)
+	}
+	r.consumer.kill()
+	consumerKills++
+	// A last member drains the group to the tail.
+	r.cinst++
+	final := r.start(fmt.Sprintf("c.i%d", r.cinst), false, "consume", "crash", "--group", "g", "--batch", "100",
+		"--stop-at-tail", "--exec", "cat >> "+shellQuote(r.cLog))
+	select {
+	case <-final.done:
+	case <-time.After(2 * time.Minute):
+		final.kill()
+		t.Fatalf("the final consumer did not reach the tail")
+	}
+	if final.err != nil {
+		t.Fatalf("final consumer: %v\n%s", final.err, tailFile(final.stderr))
+	}
+	recs := r.readAll()
+	r.check(recs, consumerKills)
+}
+
+func (r *crashRun) readAll() []readLine {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, "--store", r.storeURL, "read", "crash", "--format", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("sluice read: %v\n%s", err, stderr.String())
+	}
+	var recs []readLine
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l readLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			r.t.Fatalf("sluice read printed %q: %v", sc.Text(), err)
+		}
+		recs = append(recs, l)
+	}
+	return recs
+}
+
+func (r *crashRun) check(recs []readLine, consumerKills int) {
+	t := r.t
+	sent := map[string]bool{}
+	ackedN := 0
+	for _, s := range r.slots {
+		for l := range s.sent {
+			sent[l] = true
+		}
+		ackedN += len(s.acked)
+	}
+	where := map[string]uint64{}
+	var lastTS uint64
+	for i, rec := range recs {
+		if rec.SeqNum != uint64(i) {
+			t.Fatalf("record %d has seq_num %d: not contiguous", i, rec.SeqNum)
+		}
+		if rec.Timestamp < lastTS {
+			t.Errorf("timestamp goes back at %d: %d < %d", i, rec.Timestamp, lastTS)
+		}
+		lastTS = rec.Timestamp
+		if j, dup := where[rec.Body]; dup {
+			t.Errorf("record %q twice, at %d and %d", rec.Body, j, i)
+		}
+		where[rec.Body] = rec.SeqNum
+		if !sent[rec.Body] {
+			t.Errorf("record %q at %d was never sent", rec.Body, i)
+		}
+	}
+	for _, s := range r.slots {
+		for _, a := range s.acked {
+			got, ok := where[a.body]
+			switch {
+			case !ok:
+				t.Errorf("acked record %q (seq_num %d) is missing", a.body, a.seq)
+			case got != a.seq:
+				t.Errorf("acked record %q is at %d, its ack says %d", a.body, got, a.seq)
+			case a.ts != 0 && recs[got].Timestamp != a.ts:
+				t.Errorf("acked record %q has timestamp %d, its ack says %d", a.body, recs[got].Timestamp, a.ts)
+			}
+		}
+	}
+	// The group's output: every line matches the stream; a member never skips ahead.
+	data, err := os.ReadFile(r.cLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([]bool, len(recs))
+	broken, restarts := 0, 0
+	var prev int64 = -1
+	for _, l := range strings.Split(string(data), "\n") {
+		if l == "" {
+			continue
+		}
+		var c readLine
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			broken++ // a command killed mid-line
+			prev = -2
+			continue
+		}
+		if c.SeqNum >= uint64(len(recs)) {
+			t.Errorf("consumer delivered seq_num %d beyond the tail %d", c.SeqNum, len(recs))
+			continue
+		}
+		if recs[c.SeqNum].Body != c.Body || recs[c.SeqNum].Timestamp != c.Timestamp {
+			t.Errorf("consumer delivered (%d, %q, %d), the stream holds (%q, %d)", c.SeqNum, c.Body, c.Timestamp, recs[c.SeqNum].Body, recs[c.SeqNum].Timestamp)
+		}
+		if prev >= 0 && int64(c.SeqNum) > prev+1 {
+			t.Errorf("consumer skipped from %d to %d", prev, c.SeqNum)
+		}
+		if prev >= 0 && int64(c.SeqNum) != prev+1 {
+			restarts++
+		}
+		seen[c.SeqNum] = true
+		prev = int64(c.SeqNum)
+	}
+	if broken > consumerKills {
+		t.Errorf("%d broken lines in the consumer's output, more than the %d consumer kills", broken, consumerKills)
+	}
+	missing := 0
+	for i, ok := range seen {
+		if !ok {
+			if missing < 5 {
+				t.Errorf("record %d (%q) never reached the consumer group", i, recs[i].Body)
+			}
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d records never reached the consumer group", missing)
+	}
+	if ackedN == 0 || r.kills < 50 && !testing.Short() && os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
+		t.Errorf("the run proved little: %d acked records, %d kills", ackedN, r.kills)
+	}
+	t.Logf("%d records in the stream, %d acknowledged to producers, %d kills (%d of the consumer), %d consumer rewinds, %d broken consumer lines",
+		len(recs), ackedN, r.kills, consumerKills, restarts, broken)
+	if t.Failed() {
+		t.Logf("logs in %s", r.dir)
+	}
+}
+
