@@ -556,4 +556,3 @@ func (r *crashRun) check(recs []readLine, consumerKills int) {
 		t.Logf("logs in %s", r.dir)
 	}
 }
-
