@@ -55,28 +55,58 @@ func appendErr(err error) error {
 
 func newTailCmd(g *globals) *cobra.Command {
 	var basin string
+	var follow bool
+	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "tail STREAM",
 		Short: "Print the stream's tail position",
 		Long: `Print the tail of STREAM as JSON: {"tail":{"seq_num":N,"timestamp":T}}, where N is
 the seq_num the next record will get and T the timestamp of the last record.
-To print new records as they arrive: sluice read STREAM --tail-offset 0 --follow.`,
+
+With --follow, print it again (one JSON line each) whenever it changes, checking every
+--interval, until SIGINT/SIGTERM (exit 0). To print the new records themselves as they
+arrive: sluice read STREAM --tail-offset 0 --follow.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if interval <= 0 {
+				return fmt.Errorf("invalid value %v for --interval: must be positive", interval)
+			}
 			e, err := openLib(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
 			defer e.close()
-			_, snap, err := e.load(ctx, args[0])
-			if err != nil {
-				return err
+			out := newJSONOut(cmd.OutOrStdout())
+			var last *manifest.Position
+			for {
+				_, snap, err := e.load(ctx, args[0])
+				if err != nil {
+					if follow && ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				if t := snap.State.Tail; last == nil || *last != t {
+					if err := out.write(map[string]positionJSON{"tail": posJSON(t)}); err != nil {
+						return err
+					}
+					last = &t
+				}
+				if !follow {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
 			}
-			return newJSONOut(cmd.OutOrStdout()).write(map[string]positionJSON{"tail": posJSON(snap.State.Tail)})
 		},
 	}
 	addBasinFlag(cmd, &basin)
+	cmd.Flags().BoolVar(&follow, "follow", false, "print the tail again whenever it changes, until interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "with --follow, how often to check the tail")
 	return cmd
 }
 

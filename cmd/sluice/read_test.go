@@ -231,6 +231,28 @@ func TestReadFollow(t *testing.T) {
 	})
 }
 
+func TestTailFollow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c *cli) {
+		c.ok("", "stream", "create", "s")
+		p := c.start("tail", "s", "--follow", "--interval", "20ms")
+		if l := p.next(); l != `{"tail":{"seq_num":0,"timestamp":0}}` {
+			t.Fatalf("first tail line = %q", l)
+		}
+		c.ok("a\nb\n", "append", "s")
+		// The tail moves to 2 (through 1 if the lines went in two appends), never backwards.
+		for seen := uint64(0); seen != 2; {
+			tl := decodeJSON[map[string]pos](t, p.next())
+			if tl["tail"].SeqNum <= seen || tl["tail"].SeqNum > 2 {
+				t.Fatalf("tail after %d = %v", seen, tl)
+			}
+			seen = tl["tail"].SeqNum
+		}
+		if code := p.stop(syscall.SIGINT); code != 0 {
+			t.Fatalf("tail --follow exited %d on SIGINT; stderr:\n%s", code, p.stderr.String())
+		}
+	})
+}
+
 type inspectGroups struct {
 	Groups map[string]struct {
 		Epoch      uint64 `json:"epoch"`
