@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -234,6 +235,33 @@ func TestUnaryRead(t *testing.T) {
 	b, err = r.Read(ctx, ReadRequest{Start: AtSeqNum(n)})
 	if err != nil || len(b.Records) != 0 || b.Tail.SeqNum != n {
 		t.Fatalf("read at the tail: %d records, tail %+v, %v", len(b.Records), b.Tail, err)
+	}
+	// wait: nothing arrives, an empty batch and no error; something arrives, it is returned.
+	b, err = r.Read(ctx, ReadRequest{Start: AtSeqNum(n), Wait: 20 * time.Millisecond})
+	if err != nil || len(b.Records) != 0 || b.Tail.SeqNum != n {
+		t.Fatalf("wait with nothing new: %d records, tail %+v, %v", len(b.Records), b.Tail, err)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		tk, err := f.p.Append(ctx, batchfmt.AppendInput{Records: []batchfmt.Record{rec(f.want[n-1].ts, "late")}})
+		if err == nil {
+			err = f.p.Flush(ctx)
+		}
+		if err == nil {
+			_, err = tk.Wait(ctx)
+		}
+		appended <- err
+	}()
+	rw := f.reader(func(c *Config) { c.PollInterval = time.Millisecond })
+	b, err = rw.Read(ctx, ReadRequest{Start: AtSeqNum(n), Wait: time.Minute})
+	if aerr := <-appended; aerr != nil {
+		t.Fatal(aerr)
+	}
+	if err != nil || len(b.Records) != 1 || string(b.Records[0].Body) != "late" {
+		t.Fatalf("wait with a late record: %d records, %v", len(b.Records), err)
+	}
+	if _, err := r.Read(ctx, ReadRequest{Start: AtSeqNum(0), Wait: -1}); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("negative wait: %v", err)
 	}
 	if _, err := r.Read(ctx, ReadRequest{}); !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("no start: %v", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
@@ -76,14 +77,21 @@ type ReadRequest struct {
 	// SkipCommands leaves command records (fence, trim) out of the read. They still take their
 	// seq_nums; they count toward no limit.
 	SkipCommands bool
+	// Wait (unary Read only, S2's wait): when no record is available, wait up to this long for
+	// one before returning an empty batch. 0: return at once (unless Follow).
+	Wait time.Duration
 }
 
 // Validate reports every problem of the request.
 func (q *ReadRequest) Validate() error {
+	var errs []error
 	if q.Start.Kind == StartUnset || q.Start.Kind > StartTailOffset {
-		return fmt.Errorf("%w: exactly one of seq_num, timestamp or tail_offset must be given", ErrInvalidRequest)
+		errs = append(errs, fmt.Errorf("%w: exactly one of seq_num, timestamp or tail_offset must be given", ErrInvalidRequest))
 	}
-	return nil
+	if q.Wait < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative wait %v", ErrInvalidRequest, q.Wait))
+	}
+	return errors.Join(errs...)
 }
 
 // Record is one record as a reader sees it: its position, headers and body. Headers and Body
@@ -200,10 +208,18 @@ func (r *Reader) CheckTail(ctx context.Context) (manifest.Position, error) {
 
 // Read is a unary read: it returns the records available now from req.Start, up to the
 // request's limits and at most Config.MaxBatchRecords records and MaxBatchBytes metered
-// bytes (S2's unary caps). With req.Follow it waits (until ctx ends) for at least one record
-// when none is available; otherwise it returns at once, possibly with no records. The batch's
-// Tail is the tail the read saw. A start past the tail without Clamp is *RangeError.
+// bytes (S2's unary caps). When none is available it waits up to req.Wait for one (then
+// returns an empty batch and no error), or with req.Follow until ctx ends (then ctx's error);
+// otherwise it returns at once, possibly with no records. The batch's Tail is the tail the
+// read saw. A start past the tail without Clamp is *RangeError.
 func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
+	waitCtx := ctx
+	if req.Wait > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, req.Wait)
+		defer cancel()
+		req.Follow = true
+	}
 	s, err := r.Open(ctx, req)
 	if err != nil {
 		return Batch{}, err
@@ -217,7 +233,16 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 		if left <= 0 || leftBytes < 8 {
 			return out, nil
 		}
-		b, err := s.read(ctx, left, leftBytes, req.Follow && len(out.Records) == 0)
+		first := len(out.Records) == 0
+		rctx := ctx
+		if first {
+			rctx = waitCtx
+		}
+		b, err := s.read(rctx, left, leftBytes, req.Follow && first)
+		if first && req.Wait > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			b.Tail, b.NextSeq = s.Tail(), s.Position()
+			return b, nil // waited the whole Wait for nothing
+		}
 		out.Tail, out.NextSeq = b.Tail, b.NextSeq
 		for i := range b.Records {
 			outBytes += b.Records[i].MeteredSize()
