@@ -38,8 +38,9 @@ type Config struct {
 	// ReadAheadDepth is the most batch objects fetched ahead of delivery, in parallel.
 	// Default 4; at least 1 (1 = no parallelism, one object fetched at a time).
 	ReadAheadDepth int
-	// ReadAheadBytes bounds the bytes of objects fetched but not yet delivered. Default 64 MiB.
-	// One object is always fetched even if it alone is larger.
+	// ReadAheadBytes bounds the bytes of objects fetched but not yet delivered, counted as
+	// stored (a zstd object takes its decompressed size in memory once decoded). Default 64
+	// MiB. One object is always fetched even if it alone is larger.
 	ReadAheadBytes int64
 	// PollInterval is how often a follower at the tail re-reads the manifest (with a
 	// conditional GET, so an unchanged manifest costs no body transfer). Default 100 ms; must
