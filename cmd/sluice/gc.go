@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -108,9 +107,9 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	if err != nil {
 		return fmt.Errorf("invalid gc flags: %w", err)
 	}
-	streams, err := allStreams(ctx, e)
+	streams, err := catalog.AllStreams(ctx, e.store)
 	if err != nil {
-		return err
+		return fmt.Errorf("listing streams in store %s: %w", redactURL(e.g.store), err)
 	}
 	out := newJSONOut(cmd.OutOrStdout())
 	failed := 0
@@ -136,42 +135,4 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 		return fmt.Errorf("gc: %d of %d streams failed (see their \"error\")", failed, len(streams))
 	}
 	return nil
-}
-
-// allStreams lists the streams of the root namespace and of every basin.
-func allStreams(ctx context.Context, e *libEnv) ([]catalog.Stream, error) {
-	var all []catalog.Stream
-	listBasin := func(basin string) error {
-		after := ""
-		for {
-			ss, more, err := catalog.ListStreams(ctx, e.store, basin, "", after, 1000)
-			if err != nil {
-				return fmt.Errorf("listing streams in store %s: %w", redactURL(e.g.store), err)
-			}
-			all = append(all, ss...)
-			if !more || len(ss) == 0 {
-				return nil
-			}
-			after = ss[len(ss)-1].Name
-		}
-	}
-	if err := listBasin(""); err != nil {
-		return nil, err
-	}
-	after := ""
-	for {
-		bs, more, err := catalog.ListBasins(ctx, e.store, "", after, 1000)
-		if err != nil {
-			return nil, fmt.Errorf("listing basins in store %s: %w", redactURL(e.g.store), err)
-		}
-		for _, b := range bs {
-			if err := listBasin(b); err != nil {
-				return nil, err
-			}
-		}
-		if !more || len(bs) == 0 {
-			return all, nil
-		}
-		after = bs[len(bs)-1]
-	}
 }
