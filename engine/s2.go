@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
@@ -51,7 +52,8 @@ func apiError(err error) error {
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the server is shutting down", Err: err}
 	case errors.Is(err, objectstore.ErrOutcomeUnknown), errors.Is(err, manifest.ErrOutcomeUnknown):
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the outcome of a storage write is unknown; retry", Err: err}
-	case errors.Is(err, manifest.ErrCorrupt), errors.Is(err, batchfmt.ErrCorrupt):
+	case errors.Is(err, manifest.ErrCorrupt), errors.Is(err, batchfmt.ErrCorrupt),
+		errors.Is(err, consumer.ErrCorrupt), errors.Is(err, consumer.ErrMissingObject):
 		return &s2api.Error{Code: s2api.CodeStorage, Message: err.Error(), Err: err}
 	}
 	var oe *objectstore.OpError
