@@ -36,6 +36,11 @@ type Config struct {
 	// acknowledgements after a write with an unknown outcome still finds its entry. Records
 	// below the trim point are unreadable regardless. Default 1 minute; 0 is legal.
 	KeepRecent time.Duration
+	// ProbeReuse: a probe of the store's clock is reused by the passes over other streams for
+	// this long (by the local monotonic clock) instead of writing a probe per stream and pass.
+	// An older probe only makes objects look younger than they are, so reuse is never unsafe;
+	// it delays deletions by at most this long. Default 1 minute; 0 probes on every pass.
+	ProbeReuse time.Duration
 	// Now is the clock of retention (age, delete_on_empty). Default time.Now. Object ages
 	// never use it: they use the store's clock.
 	Now func() time.Time
@@ -57,6 +62,7 @@ func DefaultConfig() Config {
 		MaxListPerPass:    10000,
 		MaxDeletesPerPass: 1000,
 		KeepRecent:        time.Minute,
+		ProbeReuse:        time.Minute,
 		Now:               time.Now,
 		Backoff:           manifest.DefaultBackoff(),
 		Logger:            slog.New(slog.DiscardHandler),
@@ -94,6 +100,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KeepRecent < 0 {
 		bad("keep recent %v must not be negative", c.KeepRecent)
+	}
+	if c.ProbeReuse < 0 {
+		bad("probe reuse %v must not be negative", c.ProbeReuse)
 	}
 	if c.Now == nil {
 		bad("clock is nil")
@@ -162,6 +171,10 @@ type Collector struct {
 
 	mu      sync.Mutex
 	streams map[Stream]*streamState
+
+	probeMu    sync.Mutex
+	probeTime  time.Time // the store's clock at the latest probe
+	probeLocal time.Time // the local clock just before that probe was written
 }
 
 type streamState struct {
@@ -284,7 +297,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	// 2. The store's clock: write a probe and read its modification time. It happens before
 	// the manifest is read again, so every object old enough to delete was either
 	// committed before that read or can never be committed (its producer gave up on it).
-	storeNow, err := c.probe(ctx, dataPrefix)
+	storeNow, err := c.storeClock(ctx, dataPrefix)
 	if err != nil {
 		return rep, err
 	}
@@ -413,6 +426,28 @@ func (c *Collector) sweep(ctx context.Context, prefix string, after *string, bud
 		}
 	}
 	return false, nil
+}
+
+// storeClock returns the store's clock: a recent probe's (see Config.ProbeReuse) or a new one.
+func (c *Collector) storeClock(ctx context.Context, dataPrefix string) (time.Time, error) {
+	c.probeMu.Lock()
+	if !c.probeTime.IsZero() && time.Since(c.probeLocal) < c.cfg.ProbeReuse {
+		t := c.probeTime
+		c.probeMu.Unlock()
+		return t, nil
+	}
+	c.probeMu.Unlock()
+	local := time.Now()
+	t, err := c.probe(ctx, dataPrefix)
+	if err != nil {
+		return t, err
+	}
+	c.probeMu.Lock()
+	if t.After(c.probeTime) {
+		c.probeTime, c.probeLocal = t, local
+	}
+	c.probeMu.Unlock()
+	return t, nil
 }
 
 func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, error) {

@@ -143,6 +143,7 @@ func testConfig(now func() time.Time) Config {
 	cfg := DefaultConfig()
 	cfg.Now = now
 	cfg.KeepRecent = 0
+	cfg.ProbeReuse = 0
 	return cfg
 }
 
@@ -570,6 +571,44 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	}
 	if left := keys(t, fs, ""); len(left) != 0 {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestProbeReuse: within ProbeReuse a pass uses the previous probe of the store's clock, which
+// only delays deletions; afterwards it probes again.
+func TestProbeReuse(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	orphan := dpre + "/00000000000000000000000000aa"
+	if _, err := objectstore.PutBytes(ctx, fs, orphan, []byte("x"), objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	probes := 0
+	fs.onPut = func(key string) {
+		if key == ProbeKey(dpre) {
+			probes++
+		}
+	}
+	cfg := testConfig(time.Now)
+	cfg.ProbeReuse = time.Hour
+	c, err := NewCollector(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Young != 1 {
+		t.Fatalf("first pass: %+v %v", rep, err)
+	}
+	fs.advance(11 * time.Minute)
+	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 0 || rep.Young != 1 || probes != 1 {
+		t.Fatalf("pass with the reused probe: %+v %v, %d probes", rep, err, probes)
+	}
+	c.probeMu.Lock()
+	c.probeLocal = c.probeLocal.Add(-2 * time.Hour) // the reuse window has passed
+	c.probeMu.Unlock()
+	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 1 || probes != 2 {
+		t.Fatalf("pass with a new probe: %+v %v, %d probes", rep, err, probes)
 	}
 }
 
