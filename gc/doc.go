@@ -18,7 +18,8 @@
 //  2. The store's clock. The pass writes a probe object (ProbeKey) and takes its
 //     modification time as "now" by the store's own clock; the local clock is never compared
 //     with object times. An object is old when its modification time is more than
-//     GracePeriod before the probe's.
+//     GracePeriod before the probe's. A Collector reuses a probe for ProbeReuse across the
+//     streams of one round (an older probe only makes objects look younger).
 //  3. References. The pass reads the manifest again (after the probe) and collects every key
 //     it references: entries, segment references and, recursively, everything inside the
 //     segments (read once and cached: segments are immutable). If any of it cannot be read,
