@@ -24,7 +24,7 @@ func TestAPIOnS3(t *testing.T) {
 		t.Skip("short")
 	}
 	servertest.Run(t, func(t testing.TB) server.Backend {
-		return newTestEngine(t, storetest.S3(t.(*testing.T))).S2()
+		return newTestEngine(t, storetest.S3(t)).S2()
 	})
 }
 

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
+	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/server/servertest"
+)
+
+// The API benchmarks on the real engine: appends and reads through the engine itself
+// ("library") beside the same work over HTTP as JSON and protobuf, in one run, per store.
+//
+//	go test ./engine -run '^$' -bench . -benchtime 2s
+
+func benchStores(b *testing.B, fn func(b *testing.B, f servertest.Factory)) {
+	b.Run("mem", func(b *testing.B) {
+		fn(b, func(t testing.TB) server.Backend { return newTestEngine(t, objectstore.NewMemStore()).S2() })
+	})
+	b.Run("file", func(b *testing.B) {
+		fn(b, func(t testing.TB) server.Backend {
+			s, err := objectstore.Open(t.Context(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return newTestEngine(t, s).S2()
+		})
+	})
+	if os.Getenv("SLUICE_TEST_S3_URL") != "" {
+		b.Run("s3", func(b *testing.B) {
+			fn(b, func(t testing.TB) server.Backend { return newTestEngine(t, storetest.S3(t)).S2() })
+		})
+	}
+}
+
+func BenchmarkAPIAppend(b *testing.B) { benchStores(b, servertest.BenchAppend) }
+func BenchmarkAPIRead(b *testing.B)   { benchStores(b, servertest.BenchRead) }
