@@ -466,3 +466,71 @@ func TestReadAcrossSegments(t *testing.T) {
 	}
 	check(t, "after trim into a segment", got, f.want[tp:tp+3])
 }
+
+// TestSegmentsCollectedWhileReading: a session holding a manifest whose first segments were
+// dropped by retention and collected (objects and segment objects deleted) re-reads the
+// manifest and continues at the first readable record instead of failing.
+func TestSegmentsCollectedWhileReading(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	objects := manifest.MaxRecentEntries + manifest.SealEntries/2
+	for i := range objects {
+		f.object([]batchfmt.Record{rec(baseTS+uint64(i), fmt.Sprintf("o%d", i))})
+	}
+	r := f.reader(func(c *Config) { c.ReadAheadDepth = 2 })
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Count: u64(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Retention drops everything below 300 (the first segment and more); the collector
+	// deletes what is unreferenced.
+	before, err := manifest.Load(ctx, store, f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.object([]batchfmt.Record{batchfmt.TrimRecord(300)})
+	after, err := manifest.Update(ctx, store, f.path, func(st *manifest.State) error {
+		if st.ApplyRetention(1<<62, 0) == 0 {
+			return errors.New("nothing dropped")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for _, ref := range before.State.Segments {
+		if ref.EndSeq <= after.State.FirstSeq() {
+			seg, err := manifest.LoadSegment(ctx, store, ref.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range seg.Entries {
+				if err := store.Delete(ctx, e.Key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := store.Delete(ctx, ref.Key); err != nil {
+				t.Fatal(err)
+			}
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no segment dropped")
+	}
+	var got []Record
+	for {
+		b, err := s.Next(ctx)
+		got = append(got, b.Records...)
+		if errors.Is(err, ErrDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, "after collection", got, f.want[after.State.ReadableStart():after.State.ReadableStart()+5])
+}

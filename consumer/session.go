@@ -401,18 +401,36 @@ func (s *Session) fill(ctx context.Context) error {
 		}
 		var batch []manifest.Entry
 		want := depth - len(s.queue)
-		err := s.idx.Walk(ctx, s.planned, func(e *manifest.Entry) error {
-			if e.Records == 0 || e.EndSeq() <= s.planned {
+		walk := func() error {
+			batch = batch[:0]
+			err := s.idx.Walk(ctx, s.planned, func(e *manifest.Entry) error {
+				if e.Records == 0 || e.EndSeq() <= s.planned {
+					return nil
+				}
+				batch = append(batch, *e)
+				if len(batch) >= want {
+					return errEnough
+				}
+				return nil
+			})
+			if errors.Is(err, errEnough) {
 				return nil
 			}
-			batch = append(batch, *e)
-			if len(batch) >= want {
-				return errEnough
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errEnough) {
 			return err
+		}
+		if err := walk(); err != nil {
+			// A segment of the manifest we hold may have been dropped by retention and
+			// collected while we read a long backlog: read the manifest again and retry once.
+			// If the newer manifest still references it, the error stands.
+			if _, rerr := s.refresh(ctx); rerr != nil {
+				return err
+			}
+			if err := walk(); err != nil {
+				return err
+			}
+			if s.planned >= s.st.Tail.SeqNum {
+				return nil
+			}
 		}
 		if len(batch) == 0 {
 			return nil
