@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -410,6 +411,11 @@ func (s *Server) readBody(q *request) ([]byte, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, s2api.Errorf(s2api.CodeRequestTooLarge, "request body exceeds %d bytes", s.opts.maxBody)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The client sent its body too slowly (the read deadline): a timeout, which
+			// clients retry, not a malformed body.
+			return nil, &s2api.Error{Code: s2api.CodeRequestTimeout, Message: "request body not received in time", Err: err}
 		}
 		return nil, &s2api.Error{Code: s2api.CodeBadJSON, Message: "reading request body failed", Err: err}
 	}
