@@ -22,7 +22,8 @@
 //
 // A read stops at Count records, before a record that would take it past Bytes metered
 // bytes, at the first record whose timestamp is >= Until (exclusive), or, without Follow, at
-// the tail; then Next returns ErrDone. With Follow it waits at the tail for new records.
+// the tail it saw when it opened (so it ends even while producers append); then Next returns
+// ErrDone. With Follow it waits at the tail for new records.
 // SkipCommands leaves command records out (they take their seq_nums and count toward no
 // limit).
 //

@@ -534,3 +534,37 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 	}
 	check(t, "after collection", got, f.want[after.State.ReadableStart():after.State.ReadableStart()+5])
 }
+
+// TestReadEndsAtOpeningTail: a read without Follow ends at the tail it saw when it opened,
+// even when records are appended while it reads.
+func TestReadEndsAtOpeningTail(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	rng := rand.New(rand.NewPCG(seed(t), 15))
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rng, 3)
+	n := uint64(len(f.want))
+	r := f.reader(func(c *Config) { c.MaxBatchRecords = 2; c.ReadAheadDepth = 1 })
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.Records
+	f.object([]batchfmt.Record{rec(f.want[n-1].ts, "later")})
+	for {
+		b, err := s.Next(ctx)
+		got = append(got, b.Records...)
+		if errors.Is(err, ErrDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, "read without follow", got, f.want[:n])
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,7 @@ type Session struct {
 	next    uint64 // every seq_num below it was delivered or skipped
 	planned uint64 // entries ending at or below it are fetched or queued
 	minTS   uint64 // records with earlier timestamps are skipped (timestamp start)
+	stopAt  uint64 // without Follow: the tail when the session opened, where it ends
 	queue   []*fetch
 	queued  int64 // object bytes in queue
 	cur     *cursor
@@ -124,7 +126,10 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 	start = max(start, readable)
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Session{r: r, req: req, ctx: sctx, cancel: cancel, st: st, version: version, idx: idx,
-		next: start, planned: start, minTS: minTS}
+		next: start, planned: start, minTS: minTS, stopAt: math.MaxUint64}
+	if !req.Follow {
+		s.stopAt = tail.SeqNum
+	}
 	s.view.Store(st)
 	return s, nil
 }
@@ -286,6 +291,10 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 		if len(out) > 0 {
 			return s.batch(out), nil
 		}
+		if !s.req.Follow {
+			s.done = true // a read without Follow ends at the tail it saw when it opened
+			continue
+		}
 		var wake <-chan struct{}
 		if s.r.cfg.Notifier != nil && s.req.Follow && wait {
 			wake = s.r.cfg.Notifier.Wait(s.r.cfg.ManifestPath)
@@ -295,10 +304,6 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 			return s.fail(nil, err)
 		}
 		if changed {
-			continue
-		}
-		if !s.req.Follow {
-			s.done = true
 			continue
 		}
 		if !wait {
@@ -342,6 +347,10 @@ func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) b
 		if c.seq < s.next {
 			c.valid = false
 			continue
+		}
+		if c.seq >= s.stopAt {
+			s.done = true
+			return false
 		}
 		if c.ts < s.minTS {
 			s.next = c.seq + 1
@@ -396,7 +405,7 @@ var errEnough = errors.New("enough entries")
 func (s *Session) fill(ctx context.Context) error {
 	depth := s.r.cfg.ReadAheadDepth
 	for len(s.queue) < depth && (len(s.queue) == 0 || s.queued < s.r.cfg.ReadAheadBytes) {
-		if s.planned >= s.st.Tail.SeqNum {
+		if s.planned >= min(s.st.Tail.SeqNum, s.stopAt) {
 			return nil
 		}
 		var batch []manifest.Entry
@@ -428,7 +437,7 @@ func (s *Session) fill(ctx context.Context) error {
 			if err := walk(); err != nil {
 				return err
 			}
-			if s.planned >= s.st.Tail.SeqNum {
+			if s.planned >= min(s.st.Tail.SeqNum, s.stopAt) {
 				return nil
 			}
 		}
