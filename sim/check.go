@@ -128,7 +128,7 @@ func (h *harness) finalChecks() {
 		h.checkCollected(ctx, refs)
 	}
 	h.checkStream(recs, st)
-	h.checkMembers(recs)
+	h.checkMembers(recs, st)
 }
 
 // checkCollected: after the final passes no unreferenced batch or segment object is left.
@@ -156,11 +156,21 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 	appended := h.appended
 	acked := append([]ackedAppend(nil), h.acked...)
 	h.mu.Unlock()
+	// In queue mode the collector may have dropped entries the group consumed: the stream
+	// then starts at first, and what was acknowledged below it must have reached the group.
+	first := st.Tail.SeqNum - uint64(len(recs))
+	if first > 0 && !h.sc.Queue {
+		h.violate("the stream starts at %d, but nothing may drop entries", first)
+	}
+	if g, ok := st.Groups["g"]; first > 0 && (!ok || g.Checkpoint < first) {
+		h.violate("entries up to %d dropped, but the group's checkpoint is %d", first, g.Checkpoint)
+	}
+	delivered := h.deliveredBodies()
 	where := make(map[string]int, len(recs))
 	var lastTS uint64
 	for i, r := range recs {
-		if r.seq != uint64(i) {
-			h.violate("record %d has seq_num %d", i, r.seq)
+		if r.seq != first+uint64(i) {
+			h.violate("record %d has seq_num %d, want %d", i, r.seq, first+uint64(i))
 			return
 		}
 		if r.ts < lastTS {
@@ -179,9 +189,6 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 			h.violate("record %q at %d was never appended", r.body, i)
 		}
 	}
-	if st.Tail.SeqNum != uint64(len(recs)) {
-		h.violate("tail %d, %d records", st.Tail.SeqNum, len(recs))
-	}
 	for _, a := range acked {
 		if a.ack.End.SeqNum-a.ack.Start.SeqNum != uint64(len(a.bodies)) {
 			h.violate("ack [%d, %d) for %d records", a.ack.Start.SeqNum, a.ack.End.SeqNum, len(a.bodies))
@@ -193,11 +200,17 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 		for k, body := range a.bodies {
 			i, ok := where[body]
 			want := a.ack.Start.SeqNum + uint64(k)
+			if want < first {
+				if got, seen := delivered[want]; !seen || got != body {
+					h.violate("acked record %q at %d was dropped before the group saw it (the group saw %q)", body, want, got)
+				}
+				continue
+			}
 			switch {
 			case !ok:
 				h.violate("acked record %q (ack at %d) is missing", body, want)
-			case uint64(i) != want:
-				h.violate("acked record %q is at %d, its ack says %d", body, i, want)
+			case first+uint64(i) != want:
+				h.violate("acked record %q is at %d, its ack says %d", body, first+uint64(i), want)
 			case k == 0 && recs[i].ts != a.ack.Start.Timestamp:
 				h.violate("record %q: timestamp %d, its ack says %d", body, recs[i].ts, a.ack.Start.Timestamp)
 			case k == len(a.bodies)-1 && recs[i].ts != a.ack.End.Timestamp:
@@ -210,10 +223,23 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 // checkMembers: each member of the group saw every record from the checkpoint it joined at,
 // in order, as the stream holds them; checkpoints never went back nor past what was
 // acknowledged; and the last member reached the final tail.
-func (h *harness) checkMembers(recs []streamRecord) {
+func (h *harness) checkMembers(recs []streamRecord, st *manifest.State) {
 	if !h.sc.Consumer {
 		return
 	}
+	first := st.Tail.SeqNum - uint64(len(recs))
+	// Two members that saw the same seq_num saw the same record.
+	saw := map[uint64]string{}
+	h.mu.Lock()
+	for i, m := range h.members {
+		for _, r := range m.recs {
+			if b, ok := saw[r.SeqNum]; ok && b != string(r.Body) {
+				h.violate("member %d saw %q at %d, an earlier member saw %q", i, r.Body, r.SeqNum, b)
+			}
+			saw[r.SeqNum] = string(r.Body)
+		}
+	}
+	h.mu.Unlock()
 	h.mu.Lock()
 	members := append([]*member(nil), h.members...)
 	h.mu.Unlock()
@@ -231,11 +257,14 @@ func (h *harness) checkMembers(recs []streamRecord) {
 				h.violate("member %d: record %d has seq_num %d, want %d", i, k, r.SeqNum, want)
 				break
 			}
-			if r.SeqNum >= uint64(len(recs)) {
-				h.violate("member %d: record at %d beyond the final tail %d", i, r.SeqNum, len(recs))
+			if r.SeqNum >= st.Tail.SeqNum {
+				h.violate("member %d: record at %d beyond the final tail %d", i, r.SeqNum, st.Tail.SeqNum)
 				break
 			}
-			if s := recs[r.SeqNum]; string(r.Body) != s.body || r.Timestamp != s.ts {
+			if r.SeqNum < first {
+				continue // dropped since (queue mode); compared with the other members above
+			}
+			if s := recs[r.SeqNum-first]; string(r.Body) != s.body || r.Timestamp != s.ts {
 				h.violate("member %d: record %d is (%q, ts %d), the stream holds (%q, ts %d)", i, r.SeqNum, r.Body, r.Timestamp, s.body, s.ts)
 				break
 			}
@@ -248,7 +277,20 @@ func (h *harness) checkMembers(recs []streamRecord) {
 		return
 	}
 	last := members[len(members)-1]
-	if end := last.start + uint64(len(last.recs)); end != uint64(len(recs)) {
-		h.violate("the last member stopped at %d, the stream ends at %d", end, len(recs))
+	if end := last.start + uint64(len(last.recs)); end != st.Tail.SeqNum {
+		h.violate("the last member stopped at %d, the stream ends at %d", end, st.Tail.SeqNum)
 	}
+}
+
+// deliveredBodies maps every seq_num some group member saw to its body.
+func (h *harness) deliveredBodies() map[uint64]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[uint64]string{}
+	for _, m := range h.members {
+		for _, r := range m.recs {
+			out[r.SeqNum] = string(r.Body)
+		}
+	}
+	return out
 }

@@ -68,6 +68,9 @@ type Scenario struct {
 	GC         bool
 	GCInterval time.Duration
 	Grace      time.Duration
+	// Queue makes the stream a queue (manifest.Config.QueueMode): the collector drops
+	// entries once the group's checkpoint passed them, while producers and the consumer run.
+	Queue bool
 
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
 	sabotage func(h *harness)
@@ -106,6 +109,7 @@ func NewScenario(seed uint64) Scenario {
 		GCInterval:        time.Duration(200+r.IntN(2000)) * time.Millisecond,
 		Grace:             time.Duration(6+r.IntN(10)) * time.Second,
 	}
+	sc.Queue = sc.Consumer && sc.GC && r.IntN(3) == 0
 	if seed%25 == 24 {
 		sc.Producers, sc.Appends, sc.MaxRecords, sc.Pipeline = 1, 600+r.IntN(200), 1, 64
 		sc.FlushInterval, sc.MaxGroupBatches = 0, 64
@@ -155,7 +159,8 @@ type Result struct {
 	GCPasses, Deleted          int
 	ManifestWrites             int
 	MaxEntries, MaxRefs        int
-	Segments                   int // segment references in the final manifest
+	Segments                   int    // segment references in the final manifest
+	Dropped                    uint64 // records the collector dropped (queue mode: consumed)
 }
 
 // ackedAppend is an append whose ticket resolved with an ack.
@@ -330,7 +335,8 @@ func (h *harness) result() Result {
 	res.Deleted = len(h.led.deleted)
 	h.led.mu.Unlock()
 	if snap, err := manifest.Load(context.Background(), h.base, h.sc.ManifestPath); err == nil {
-		res.Present = int(snap.State.Tail.SeqNum)
+		res.Present = int(snap.State.Tail.SeqNum - snap.State.FirstSeq())
+		res.Dropped = snap.State.FirstSeq()
 		res.Segments = len(snap.State.Segments)
 	}
 	return res
@@ -391,6 +397,7 @@ func (h *harness) producerConfig(store objectstore.Store, id string) producer.Co
 	cfg.CommitDeadline = h.sc.Grace / 2
 	cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}
 	cfg.ProducerID = id
+	cfg.StreamConfig.QueueMode = h.sc.Queue
 	return cfg
 }
 
@@ -484,6 +491,10 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 				h.mu.Lock()
 				h.acked = append(h.acked, ackedAppend{pa.bodies, ack})
 				h.mu.Unlock()
+			} else if h.sc.Queue && errors.Is(err, producer.ErrPositionsUnavailable) {
+				// Committed, but the collector dropped its entry (the group had consumed it)
+				// before the producer could read its positions back: allowed in queue mode.
+				h.event("%s: append %q committed, positions unavailable", name, pa.bodies[0])
 			} else if !ps.isDead() {
 				h.violate("%s: append %q failed without a crash: %v", name, pa.bodies[0], err)
 			}
@@ -677,6 +688,13 @@ read:
 // runGC runs collector passes until stop, some of them cut short (a collector crash).
 func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 	r := rand.New(rand.NewPCG(h.sc.Seed, 0x9c))
+	// One collector remembers cursors and failed deletes across passes, as the daemon's does;
+	// a pass cut short is a collector crash, and a fresh collector takes over.
+	col, err := gc.NewCollector(h.shared, h.gcConfig())
+	if err != nil {
+		h.violate("gc: %v", err)
+		return
+	}
 	for {
 		t := time.NewTimer(h.sc.GCInterval/2 + time.Duration(r.Int64N(int64(h.sc.GCInterval))))
 		select {
@@ -689,11 +707,18 @@ func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		if r.IntN(5) == 0 {
+		cut := r.IntN(5) == 0
+		if cut {
 			pctx, cancel = context.WithTimeout(ctx, time.Duration(r.IntN(300))*time.Millisecond)
 		}
-		rep, err := gc.Pass(pctx, h.shared, h.sc.ManifestPath, h.sc.DataPrefix, h.gcConfig())
+		rep, err := col.Pass(pctx, h.sc.ManifestPath, h.sc.DataPrefix)
 		cancel()
+		if cut && err != nil {
+			if col, err = gc.NewCollector(h.shared, h.gcConfig()); err != nil {
+				h.violate("gc: %v", err)
+				return
+			}
+		}
 		h.mu.Lock()
 		h.gcPasses++
 		h.mu.Unlock()

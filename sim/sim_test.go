@@ -75,9 +75,9 @@ func runSeed(t *testing.T, sc Scenario) Result {
 
 func summary(r Result) string {
 	return fmt.Sprintf("appended %d, acked %d, present %d records; %d producer instances, %d crashes, %d late writes; "+
-		"faults %+v; %d members delivered %d; %d gc passes deleted %d; %d manifest writes, max %d entries, max %d refs/level, %d segment refs",
+		"faults %+v; %d members delivered %d; %d gc passes deleted %d; %d manifest writes, max %d entries, max %d refs/level, %d segment refs; %d records dropped",
 		r.Appended, r.Acked, r.Present, r.ProducerInstances, r.Crashes, r.LateWrites, r.Faults,
-		r.Members, r.Delivered, r.GCPasses, r.Deleted, r.ManifestWrites, r.MaxEntries, r.MaxRefs, r.Segments)
+		r.Members, r.Delivered, r.GCPasses, r.Deleted, r.ManifestWrites, r.MaxEntries, r.MaxRefs, r.Segments, r.Dropped)
 }
 
 // TestSim runs the simulation over many seeds (1000; -sim.seeds or SLUICE_SIM_SEEDS for
@@ -96,7 +96,7 @@ func TestSim(t *testing.T) {
 	t.Logf("seeds %d..%d (replay one with -sim.seed=N)", *flagFirst, *flagFirst+uint64(n)-1)
 	var mu sync.Mutex
 	var total Result
-	var crashedMembers, sealed int
+	var crashedMembers, sealed, queueDrops int
 	t.Run("seeds", func(t *testing.T) {
 		for i := range n {
 			seed := *flagFirst + uint64(i)
@@ -121,11 +121,14 @@ func TestSim(t *testing.T) {
 				if res.Segments > 0 {
 					sealed++
 				}
+				if res.Dropped > 0 {
+					queueDrops++
+				}
 			})
 		}
 	})
-	t.Logf("total: appended %d, acked %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments",
-		total.Appended, total.Acked, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed)
+	t.Logf("total: appended %d, acked %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries",
+		total.Appended, total.Acked, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops)
 	if n < 100 {
 		return
 	}
@@ -134,7 +137,7 @@ func TestSim(t *testing.T) {
 		"acked records": int64(total.Acked), "crashes": int64(total.Crashes), "late writes": total.LateWrites,
 		"errors before": total.Faults.Before, "errors after": total.Faults.After, "delays": total.Faults.Delayed,
 		"body errors": total.Faults.BodyErrors, "gc deletions": int64(total.Deleted), "deliveries": int64(total.Delivered),
-		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed),
+		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
 	} {
 		if got == 0 {
 			t.Errorf("%d seeds produced no %s", n, what)
