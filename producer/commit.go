@@ -2,6 +2,7 @@ package producer
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/manifest"
@@ -88,6 +89,9 @@ func (p *Producer) commitGroup(group []*batch) {
 		p.mu.Lock()
 		for _, b := range group {
 			b.attempted = true
+			if !slices.Contains(b.triedKeys, b.key) {
+				b.triedKeys = append(b.triedKeys, b.key)
+			}
 		}
 		p.mu.Unlock()
 		start := time.Now()
@@ -171,11 +175,17 @@ func (p *Producer) reload() bool {
 func (p *Producer) resolveCommitted(group []*batch) []*batch {
 	row, ok := p.snap.State.Producer(p.id)
 	if !ok && len(group) > 0 && group[0].attempted {
-		// Our row was evicted from the table (it is bounded): look for the entry itself.
-		if _, found, err := p.index.FindBatch(p.ctx, p.id, group[0].num); err == nil && found {
-			row, ok = manifest.ProducerState{LastBatch: group[len(group)-1].num}, true
-			for _, b := range group {
-				if _, f, err := p.index.FindBatch(p.ctx, p.id, b.num); err != nil || !f {
+		// Our row was evicted from the table (it is bounded): look for the entry itself. It
+		// must name an object this batch was written under: with a fixed producer id, an
+		// earlier run (whose row is gone too) may have committed the same batch number.
+		own := func(b *batch) bool {
+			e, found, err := p.index.FindBatch(p.ctx, p.id, b.num)
+			return err == nil && found && slices.Contains(b.triedKeys, e.Key)
+		}
+		if own(group[0]) {
+			row, ok = manifest.ProducerState{LastBatch: group[0].num}, true
+			for _, b := range group[1:] {
+				if !b.attempted || !own(b) {
 					break
 				}
 				row.LastBatch = b.num

@@ -92,6 +92,10 @@ type batch struct {
 	uploadStart time.Time
 	uploaded    bool // guarded by Producer.mu
 	attempted   bool // a manifest write holding it was attempted (committer only)
+	// triedKeys are the keys it was named by in attempted manifest writes (committer only):
+	// an entry under its batch number with another key is not its own (an earlier run of a
+	// fixed producer id whose row was evicted).
+	triedKeys []string
 }
 
 // Producer appends to one stream. It is safe for concurrent use.
