@@ -432,7 +432,18 @@ func runCrash(t *testing.T, storeURL string) {
 		t.Fatalf("final consumer: %v\n%s", final.err, tailFile(final.stderr))
 	}
 	recs := r.readAll()
-	r.check(recs, consumerKills)
+	consumed, err := os.ReadFile(r.cLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, summary := r.check(recs, consumed, consumerKills)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Log(summary)
+	if len(problems) > 0 {
+		t.Logf("logs in %s (seed %d)", r.dir, seed)
+	}
 }
 
 func (r *crashRun) readAll() []readLine {
@@ -457,8 +468,10 @@ func (r *crashRun) readAll() []readLine {
 	return recs
 }
 
-func (r *crashRun) check(recs []readLine, consumerKills int) {
-	t := r.t
+// check returns every broken invariant, given the final read, the group's output and the
+// acks harvested into the slots.
+func (r *crashRun) check(recs []readLine, consumed []byte, consumerKills int) (problems []string, summary string) {
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	sent := map[string]bool{}
 	ackedN := 0
 	for _, s := range r.slots {
@@ -471,18 +484,19 @@ func (r *crashRun) check(recs []readLine, consumerKills int) {
 	var lastTS uint64
 	for i, rec := range recs {
 		if rec.SeqNum != uint64(i) {
-			t.Fatalf("record %d has seq_num %d: not contiguous", i, rec.SeqNum)
+			bad("record %d has seq_num %d: not contiguous", i, rec.SeqNum)
+			return problems, ""
 		}
 		if rec.Timestamp < lastTS {
-			t.Errorf("timestamp goes back at %d: %d < %d", i, rec.Timestamp, lastTS)
+			bad("timestamp goes back at %d: %d < %d", i, rec.Timestamp, lastTS)
 		}
 		lastTS = rec.Timestamp
 		if j, dup := where[rec.Body]; dup {
-			t.Errorf("record %q twice, at %d and %d", rec.Body, j, i)
+			bad("record %q twice, at %d and %d", rec.Body, j, i)
 		}
 		where[rec.Body] = rec.SeqNum
 		if !sent[rec.Body] {
-			t.Errorf("record %q at %d was never sent", rec.Body, i)
+			bad("record %q at %d was never sent", rec.Body, i)
 		}
 	}
 	for _, s := range r.slots {
@@ -490,19 +504,16 @@ func (r *crashRun) check(recs []readLine, consumerKills int) {
 			got, ok := where[a.body]
 			switch {
 			case !ok:
-				t.Errorf("acked record %q (seq_num %d) is missing", a.body, a.seq)
+				bad("acked record %q (seq_num %d) is missing", a.body, a.seq)
 			case got != a.seq:
-				t.Errorf("acked record %q is at %d, its ack says %d", a.body, got, a.seq)
+				bad("acked record %q is at %d, its ack says %d", a.body, got, a.seq)
 			case a.ts != 0 && recs[got].Timestamp != a.ts:
-				t.Errorf("acked record %q has timestamp %d, its ack says %d", a.body, recs[got].Timestamp, a.ts)
+				bad("acked record %q has timestamp %d, its ack says %d", a.body, recs[got].Timestamp, a.ts)
 			}
 		}
 	}
 	// The group's output: every line matches the stream; a member never skips ahead.
-	data, err := os.ReadFile(r.cLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := consumed
 	seen := make([]bool, len(recs))
 	broken, restarts := 0, 0
 	var prev int64 = -1
@@ -517,14 +528,14 @@ func (r *crashRun) check(recs []readLine, consumerKills int) {
 			continue
 		}
 		if c.SeqNum >= uint64(len(recs)) {
-			t.Errorf("consumer delivered seq_num %d beyond the tail %d", c.SeqNum, len(recs))
+			bad("consumer delivered seq_num %d beyond the tail %d", c.SeqNum, len(recs))
 			continue
 		}
 		if recs[c.SeqNum].Body != c.Body || recs[c.SeqNum].Timestamp != c.Timestamp {
-			t.Errorf("consumer delivered (%d, %q, %d), the stream holds (%q, %d)", c.SeqNum, c.Body, c.Timestamp, recs[c.SeqNum].Body, recs[c.SeqNum].Timestamp)
+			bad("consumer delivered (%d, %q, %d), the stream holds (%q, %d)", c.SeqNum, c.Body, c.Timestamp, recs[c.SeqNum].Body, recs[c.SeqNum].Timestamp)
 		}
 		if prev >= 0 && int64(c.SeqNum) > prev+1 {
-			t.Errorf("consumer skipped from %d to %d", prev, c.SeqNum)
+			bad("consumer skipped from %d to %d", prev, c.SeqNum)
 		}
 		if prev >= 0 && int64(c.SeqNum) != prev+1 {
 			restarts++
@@ -533,26 +544,84 @@ func (r *crashRun) check(recs []readLine, consumerKills int) {
 		prev = int64(c.SeqNum)
 	}
 	if broken > consumerKills {
-		t.Errorf("%d broken lines in the consumer's output, more than the %d consumer kills", broken, consumerKills)
+		bad("%d broken lines in the consumer's output, more than the %d consumer kills", broken, consumerKills)
 	}
 	missing := 0
 	for i, ok := range seen {
 		if !ok {
 			if missing < 5 {
-				t.Errorf("record %d (%q) never reached the consumer group", i, recs[i].Body)
+				bad("record %d (%q) never reached the consumer group", i, recs[i].Body)
 			}
 			missing++
 		}
 	}
 	if missing > 0 {
-		t.Errorf("%d records never reached the consumer group", missing)
+		bad("%d records never reached the consumer group", missing)
 	}
 	if ackedN == 0 || r.kills < 50 && !testing.Short() && os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
-		t.Errorf("the run proved little: %d acked records, %d kills", ackedN, r.kills)
+		bad("the run proved little: %d acked records, %d kills", ackedN, r.kills)
 	}
-	t.Logf("%d records in the stream, %d acknowledged to producers, %d kills (%d of the consumer), %d consumer rewinds, %d broken consumer lines",
+	summary = fmt.Sprintf("%d records in the stream, %d acknowledged to producers, %d kills (%d of the consumer), %d consumer rewinds, %d broken consumer lines",
 		len(recs), ackedN, r.kills, consumerKills, restarts, broken)
-	if t.Failed() {
-		t.Logf("logs in %s", r.dir)
+	return problems, summary
+}
+
+// TestCheckerCatches feeds the crash checker damaged outcomes: each must be reported.
+func TestCheckerCatches(t *testing.T) {
+	line := func(seq uint64, body string) string {
+		return fmt.Sprintf(`{"seq_num":%d,"timestamp":%d,"headers":[],"body":%q}`+"\n", seq, 100+seq, body)
+	}
+	good := func() (*crashRun, []readLine, string) {
+		r := &crashRun{t: t, kills: 60}
+		s := &producerSlot{sent: map[string]bool{"a": true, "b": true, "c": true}}
+		s.acked = []ackedRecord{{body: "a", seq: 0, ts: 100}, {body: "b", seq: 1}, {body: "c", seq: 2}}
+		r.slots = []*producerSlot{s}
+		recs := []readLine{{0, 100, "a"}, {1, 101, "b"}, {2, 102, "c"}}
+		return r, recs, line(0, "a") + line(1, "b") + line(0, "a") + line(1, "b") + line(2, "c")
+	}
+	r, recs, consumed := good()
+	if p, _ := r.check(recs, []byte(consumed), 1); len(p) > 0 {
+		t.Fatalf("a clean outcome was reported: %v", p)
+	}
+	for _, c := range []struct {
+		name, want string
+		damage     func(r *crashRun, recs *[]readLine, consumed *string)
+	}{
+		{"acked record missing", "is missing", func(r *crashRun, recs *[]readLine, consumed *string) {
+			r.slots[0].sent["d"] = true
+			r.slots[0].acked = append(r.slots[0].acked, ackedRecord{body: "d", seq: 3})
+		}},
+		{"acked record misplaced", "its ack says", func(r *crashRun, recs *[]readLine, consumed *string) {
+			r.slots[0].acked[1].seq = 2
+		}},
+		{"duplicate", "twice", func(r *crashRun, recs *[]readLine, consumed *string) {
+			*recs = append(*recs, readLine{3, 103, "b"})
+			*consumed += line(3, "b")
+		}},
+		{"gap", "not contiguous", func(r *crashRun, recs *[]readLine, consumed *string) {
+			(*recs)[2].SeqNum = 5
+		}},
+		{"never sent", "never sent", func(r *crashRun, recs *[]readLine, consumed *string) {
+			delete(r.slots[0].sent, "c")
+		}},
+		{"timestamp back", "timestamp goes back", func(r *crashRun, recs *[]readLine, consumed *string) {
+			(*recs)[2].Timestamp = 1
+		}},
+		{"consumer skipped", "skipped", func(r *crashRun, recs *[]readLine, consumed *string) {
+			*consumed = line(0, "a") + line(2, "c")
+		}},
+		{"consumer missed", "never reached the consumer group", func(r *crashRun, recs *[]readLine, consumed *string) {
+			*consumed = line(0, "a") + line(1, "b")
+		}},
+		{"consumer forged", "the stream holds", func(r *crashRun, recs *[]readLine, consumed *string) {
+			*consumed = line(0, "a") + line(1, "x") + line(2, "c")
+		}},
+	} {
+		r, recs, consumed := good()
+		c.damage(r, &recs, &consumed)
+		p, _ := r.check(recs, []byte(consumed), 1)
+		if !strings.Contains(strings.Join(p, "\n"), c.want) {
+			t.Errorf("%s: not reported (want %q), got %v", c.name, c.want, p)
+		}
 	}
 }
