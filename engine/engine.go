@@ -449,7 +449,8 @@ func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter stri
 }
 
 // DeleteStream deletes a stream: its manifest first (so readers and producers see it gone at
-// once), then its batch and segment objects. A producer of this engine for the stream is
+// once), then its batch and segment objects: those it references and those written before
+// its manifest's last write (so none of a stream created again under the name meanwhile). A producer of this engine for the stream is
 // closed; producers elsewhere fail their next commit with manifest.ErrNotExist. Objects a
 // producer elsewhere uploads afterwards are unreferenced and left to the collector's grace
 // period... of a later stream of the same name; see package gc.
@@ -458,9 +459,27 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.Stream(ctx, basin, name); err != nil {
+	snap, err := e.Stream(ctx, basin, name)
+	if err != nil {
 		return err
 	}
+	// Only objects of this stream go: those its manifest references (their keys are unique)
+	// and those written before its manifest's last write. Objects written later may belong
+	// to a stream created again under the name while this runs: they are left alone
+	// (unreferenced ones go to the collector).
+	head, err := e.cfg.Store.Head(ctx, st.ManifestPath)
+	if err != nil {
+		return err
+	}
+	refs := map[string]bool{}
+	for _, r := range snap.State.Segments {
+		refs[r.Key] = true
+	}
+	// A segment that cannot be read only leaves its objects to the ModTime rule.
+	_ = manifest.NewIndex(e.cfg.Store, snap.State).Walk(ctx, 0, func(en *manifest.Entry) error {
+		refs[en.Key] = true
+		return nil
+	})
 	e.mu.Lock()
 	op := e.producers[streamKey{basin, name}]
 	delete(e.producers, streamKey{basin, name})
@@ -474,6 +493,9 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 	}
 	for _, prefix := range []string{st.DataPrefix + "/", manifest.SegmentPrefix(st.ManifestPath)} {
 		err := objectstore.ListAll(ctx, e.cfg.Store, prefix, func(o objectstore.ObjectInfo) error {
+			if !refs[o.Key] && (o.ModTime.IsZero() || !o.ModTime.Before(head.ModTime)) {
+				return nil
+			}
 			return e.cfg.Store.Delete(ctx, o.Key)
 		})
 		if err != nil {
