@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"testing"
 
 	"github.com/sluice-dev/sluice/objectstore"
@@ -14,7 +13,7 @@ import (
 // seeds' curl lines, and S2's TypeScript SDK) against the engine on a memory store.
 func TestAPI(t *testing.T) {
 	servertest.Run(t, func(t testing.TB) server.Backend {
-		return newTestEngine(t, objectstore.NewMemStore()).S2()
+		return newEngine(t, objectstore.NewMemStore(), nil).S2()
 	})
 }
 
@@ -24,21 +23,6 @@ func TestAPIOnS3(t *testing.T) {
 		t.Skip("short")
 	}
 	servertest.Run(t, func(t testing.TB) server.Backend {
-		return newTestEngine(t, storetest.S3(t)).S2()
+		return newEngine(t, storetest.S3(t), nil).S2()
 	})
-}
-
-func newTestEngine(t testing.TB, store objectstore.Store) *Engine {
-	cfg := DefaultConfig()
-	cfg.Store = store
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(context.Background()); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return e
 }

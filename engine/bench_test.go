@@ -17,7 +17,7 @@ import (
 
 func benchStores(b *testing.B, fn func(b *testing.B, f servertest.Factory)) {
 	b.Run("mem", func(b *testing.B) {
-		fn(b, func(t testing.TB) server.Backend { return newTestEngine(t, objectstore.NewMemStore()).S2() })
+		fn(b, func(t testing.TB) server.Backend { return newEngine(t, objectstore.NewMemStore(), nil).S2() })
 	})
 	b.Run("file", func(b *testing.B) {
 		fn(b, func(t testing.TB) server.Backend {
@@ -25,12 +25,12 @@ func benchStores(b *testing.B, fn func(b *testing.B, f servertest.Factory)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return newTestEngine(t, s).S2()
+			return newEngine(t, s, nil).S2()
 		})
 	})
 	if os.Getenv("SLUICE_TEST_S3_URL") != "" {
 		b.Run("s3", func(b *testing.B) {
-			fn(b, func(t testing.TB) server.Backend { return newTestEngine(t, storetest.S3(t)).S2() })
+			fn(b, func(t testing.TB) server.Backend { return newEngine(t, storetest.S3(t), nil).S2() })
 		})
 	}
 }

@@ -15,7 +15,8 @@ import (
 	"github.com/sluice-dev/sluice/s2api"
 )
 
-func newEngine(t *testing.T, store objectstore.Store, mod func(*Config)) *Engine {
+// newEngine starts an engine on store (with mod applied to its config) that the test closes.
+func newEngine(t testing.TB, store objectstore.Store, mod func(*Config)) *Engine {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Store = store
