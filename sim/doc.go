@@ -32,7 +32,11 @@
 //   - slows some writes of live processes: the process is told ErrOutcomeUnknown at once and
 //     the write lands up to LateMax later, after the process's next requests (reordering).
 //   - runs one consumer group member at a time (package consumer), crashed and restarted the
-//     same way, acknowledging most batches, until a member has read to the final tail.
+//     same way, acknowledging most batches, until a member has read to the final tail. Some
+//     members are replaced while still alive ("zombies": a paused process, a partition): they
+//     go on reading and acknowledging until they learn they were fenced.
+//   - in queue-mode scenarios, lets the collector drop the entries the group consumed while
+//     everything runs.
 //   - runs collector passes (package gc, grace period Scenario.Grace; producers use half of
 //     it as their commit deadline), some cut short.
 //
@@ -60,8 +64,11 @@
 //   - each consumer member saw, in order, every record from the checkpoint it joined at, as
 //     the stream holds it; checkpoints never went back nor past an acknowledgement; the last
 //     member reached the final tail;
+//   - in queue mode, every acknowledged record the collector dropped had reached the group
+//     first, the drop point never passed the group's checkpoint, and members that saw the
+//     same seq_num saw the same record;
 //   - no process failed without having crashed (a producer Close that could not drain, an
-//     append refused, a member fenced while no other member was alive).
+//     append refused, a member other than a zombie fenced).
 //
 // A broken invariant is a Violation in the Result, with the end of the run's event trace.
 package sim

@@ -156,6 +156,7 @@ type Result struct {
 	LateWrites                 int64
 	Faults                     objectstore.FaultCounts
 	Members, Delivered         int // consumer members started, records delivered (with redeliveries)
+	Zombies                    int // members replaced while alive
 	GCPasses, Deleted          int
 	ManifestWrites             int
 	MaxEntries, MaxRefs        int
@@ -198,6 +199,7 @@ type harness struct {
 	violations []error
 	members    []*member
 	gcPasses   int
+	zombies    int
 
 	target     uint64        // the final tail, once every producer is done
 	targetSet  chan struct{} // closed when target is set
@@ -317,7 +319,7 @@ func (h *harness) result() Result {
 	defer h.mu.Unlock()
 	res := Result{Scenario: h.sc, Violations: append([]error(nil), h.violations...),
 		ProducerInstances: h.instances, Crashes: h.crashes, LateWrites: h.lateCount.Load(),
-		Faults: h.faults.Total(), Members: len(h.members), GCPasses: h.gcPasses}
+		Faults: h.faults.Total(), Members: len(h.members), GCPasses: h.gcPasses, Zombies: h.zombies}
 	if n := len(h.events); n > maxEvents {
 		res.Trace = append([]string(nil), h.events[n-maxEvents:]...)
 	} else {
@@ -544,14 +546,41 @@ func isCorruption(err error) bool {
 func (h *harness) runConsumer(ctx context.Context) {
 	r := rand.New(rand.NewPCG(h.sc.Seed, 0xc0))
 	crashes := 0
+	// Zombies: members that are replaced while still alive (a paused process, a partition):
+	// they go on reading and acknowledging until they learn they were fenced.
+	var zombies sync.WaitGroup
+	zctx, stopZombies := context.WithCancel(ctx)
+	defer func() {
+		stopZombies()
+		zombies.Wait()
+	}()
 	for inst := 0; ctx.Err() == nil; inst++ {
 		if inst > 200 {
 			h.violate("consumer: 200 members started and none reached the tail")
 			return
 		}
 		name := fmt.Sprintf("c.%d", inst)
+		if crashes < h.sc.MaxCrashes && r.Float64() < h.sc.Crashes/3 {
+			crashes++
+			name += "-zombie"
+			ps, pctx, stop := h.startProc(zctx, name, r, h.sc.MaxCrashes)
+			zr := rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
+			joined := make(chan struct{})
+			zombies.Add(1)
+			go func() {
+				defer zombies.Done()
+				defer stop()
+				h.runMember(zctx, pctx, name, ps, zr, true, joined)
+			}()
+			<-joined
+			h.mu.Lock()
+			h.zombies++
+			h.mu.Unlock()
+			sleep(ctx, time.Duration(r.IntN(300))*time.Millisecond)
+			continue
+		}
 		ps, pctx, stop := h.startProc(ctx, name, r, crashes)
-		done := h.runMember(ctx, pctx, name, ps, r)
+		done := h.runMember(ctx, pctx, name, ps, r, false, nil)
 		stop()
 		if ps.isDead() {
 			crashes++
@@ -582,8 +611,12 @@ func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer
 }
 
 // runMember runs one member; it reports whether the group has read everything.
-func (h *harness) runMember(ctx, pctx context.Context, name string, ps *procStore, r *rand.Rand) bool {
+// A zombie member is expected to be fenced; joined (if not nil) is closed once Open returned.
+func (h *harness) runMember(ctx, pctx context.Context, name string, ps *procStore, r *rand.Rand, zombie bool, joined chan struct{}) bool {
 	c, err := consumer.Open(pctx, h.consumerConfig(ps, r), consumer.GroupOptions{})
+	if joined != nil {
+		close(joined)
+	}
 	if err != nil {
 		if isCorruption(err) {
 			h.violate("%s: open: %v", name, err)
@@ -640,6 +673,8 @@ read:
 			case isCorruption(err):
 				h.violate("%s: read: %v", name, err)
 				finished = true
+			case errors.Is(err, consumer.ErrFenced) && zombie:
+				h.event("%s: fenced: %v", name, err)
 			case errors.Is(err, consumer.ErrFenced):
 				h.violate("%s: fenced although no other member is alive: %v", name, err)
 			case ps.isDead() || ctx.Err() != nil:
@@ -676,7 +711,7 @@ read:
 		return false
 	}
 	if err := c.Close(pctx); err != nil && !ps.isDead() {
-		if errors.Is(err, consumer.ErrFenced) {
+		if errors.Is(err, consumer.ErrFenced) && !zombie {
 			h.violate("%s: close: fenced although no other member is alive: %v", name, err)
 		} else {
 			h.event("%s: close: %v", name, err)

@@ -96,7 +96,7 @@ func TestSim(t *testing.T) {
 	t.Logf("seeds %d..%d (replay one with -sim.seed=N)", *flagFirst, *flagFirst+uint64(n)-1)
 	var mu sync.Mutex
 	var total Result
-	var crashedMembers, sealed, queueDrops int
+	var crashedMembers, sealed, queueDrops, zombies int
 	t.Run("seeds", func(t *testing.T) {
 		for i := range n {
 			seed := *flagFirst + uint64(i)
@@ -121,14 +121,15 @@ func TestSim(t *testing.T) {
 				if res.Segments > 0 {
 					sealed++
 				}
+				zombies += res.Zombies
 				if res.Dropped > 0 {
 					queueDrops++
 				}
 			})
 		}
 	})
-	t.Logf("total: appended %d, acked %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries",
-		total.Appended, total.Acked, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops)
+	t.Logf("total: appended %d, acked %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries; %d zombie members",
+		total.Appended, total.Acked, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops, zombies)
 	if n < 100 {
 		return
 	}
@@ -138,6 +139,7 @@ func TestSim(t *testing.T) {
 		"errors before": total.Faults.Before, "errors after": total.Faults.After, "delays": total.Faults.Delayed,
 		"body errors": total.Faults.BodyErrors, "gc deletions": int64(total.Deleted), "deliveries": int64(total.Delivered),
 		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
+		"zombie members": int64(zombies),
 	} {
 		if got == 0 {
 			t.Errorf("%d seeds produced no %s", n, what)
