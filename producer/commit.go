@@ -240,20 +240,26 @@ func (p *Producer) removePendingLocked(b *batch) {
 
 // refreshStale uploads again, under new keys, the batches whose upload began more than
 // CommitDeadline ago: the collector may delete an unreferenced object once it is older than
-// its grace period, and the deadline is at most half of it.
+// its grace period, and the deadline is at most half of it. A slow upload can age the other
+// batches of the group (and its own new object) past the deadline, so it checks them all
+// again until none is stale.
 func (p *Producer) refreshStale(group []*batch) bool {
-	for _, b := range group {
-		if time.Since(b.uploadStart) <= p.cfg.CommitDeadline {
-			continue
+	for stale := true; stale; {
+		stale = false
+		for _, b := range group {
+			if time.Since(b.uploadStart) <= p.cfg.CommitDeadline {
+				continue
+			}
+			stale = true
+			old := b.key
+			if err := p.upload(b); err != nil {
+				return false
+			}
+			p.m.reuploads.Inc()
+			// The old object is left to the collector: no write of ours references it (the
+			// reload before this attempt showed the batch uncommitted).
+			p.log.Info("batch passed the commit deadline, uploaded again", "batch", b.num, "old_key", old, "new_key", b.key)
 		}
-		old := b.key
-		if err := p.upload(b); err != nil {
-			return false
-		}
-		p.m.reuploads.Inc()
-		// The old object is left to the collector: no write of ours references it (the
-		// reload before this attempt showed the batch uncommitted).
-		p.log.Info("batch passed the commit deadline, uploaded again", "batch", b.num, "old_key", old, "new_key", b.key)
 	}
 	return true
 }

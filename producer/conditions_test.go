@@ -249,9 +249,10 @@ func TestCloseAbortsWhenContextEnds(t *testing.T) {
 // failManifest fails the first n manifest puts (plain errors, nothing written).
 type failManifest struct {
 	objectstore.Store
-	mu   sync.Mutex
-	left int
-	keys map[string]bool
+	mu    sync.Mutex
+	left  int
+	keys  map[string]bool
+	delay time.Duration // before each injected failure
 }
 
 func (f *failManifest) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
@@ -265,6 +266,7 @@ func (f *failManifest) Put(ctx context.Context, key string, body io.Reader, size
 	}
 	f.mu.Unlock()
 	if fail {
+		time.Sleep(f.delay)
 		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, errInjected)
 	}
 	return f.Store.Put(ctx, key, body, size, cond)
@@ -274,9 +276,9 @@ func (f *failManifest) Put(ctx context.Context, key string, body io.Reader, size
 // manifest write that commits it.
 func TestCommitDeadlineReuploads(t *testing.T) {
 	mem := objectstore.NewMemStore()
-	f := &failManifest{Store: mem, left: 3, keys: map[string]bool{}}
+	f := &failManifest{Store: mem, left: 3, keys: map[string]bool{}, delay: 3 * time.Millisecond}
 	cfg := testConfig(f)
-	cfg.CommitDeadline = time.Nanosecond // every retry finds the upload stale
+	cfg.CommitDeadline = time.Millisecond // every retry finds the upload stale (a fresh one is not)
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	p := newProducer(t, cfg)

@@ -1,9 +1,14 @@
 package producer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
@@ -59,4 +64,111 @@ func TestEvictedRowRestartDoesNotResolveFromOldEntry(t *testing.T) {
 	recs, _ := readStream(t, mem, cfg.ManifestPath)
 	verify(t, recs, []ackedAppend{{bodies: []string{"old"}, ack: oldAck}, {bodies: []string{"new"}, ack: newAck}}, nil,
 		map[string]bool{"old": true, "new": true})
+}
+
+// ageStore delays chosen uploads and the first manifest write (which then fails), and checks
+// at every manifest write that each newly committed batch object's upload began at most
+// deadline+slack ago.
+type ageStore struct {
+	objectstore.Store
+	deadline, slack time.Duration
+
+	mu         sync.Mutex
+	started    map[string]time.Time
+	puts       map[string]int // uploads per record body
+	committed  map[string]bool
+	writes     int
+	violations []string
+}
+
+func (s *ageStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	now := time.Now()
+	switch {
+	case strings.HasPrefix(key, "ingest/0"):
+		var delay time.Duration
+		s.mu.Lock()
+		s.started[key] = now
+		for _, b := range []string{"b1-record", "b2-record"} {
+			if bytes.Contains(data, []byte(b)) {
+				s.puts[b]++
+				if b == "b1-record" && s.puts[b] == 1 {
+					delay = 20 * time.Millisecond // so b2 is uploaded first: one group of two
+				}
+				if b == "b2-record" && s.puts[b] == 2 {
+					delay = 100 * time.Millisecond // a slow re-upload
+				}
+			}
+		}
+		s.mu.Unlock()
+		time.Sleep(delay)
+	case key == "ingest/manifest" && cond.IfMatch != "":
+		s.mu.Lock()
+		s.writes++
+		first := s.writes == 1
+		if !first {
+			st, err := manifest.Decode(key, data)
+			if err != nil {
+				s.mu.Unlock()
+				return objectstore.ObjectInfo{}, err
+			}
+			for _, e := range st.Entries {
+				if s.committed[e.Key] {
+					continue
+				}
+				s.committed[e.Key] = true
+				if age := now.Sub(s.started[e.Key]); age > s.deadline+s.slack {
+					s.violations = append(s.violations, fmt.Sprintf("%s committed %v after its upload began", e.Key, age))
+				}
+			}
+		}
+		s.mu.Unlock()
+		if first {
+			time.Sleep(50 * time.Millisecond)
+			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, errInjected)
+		}
+	}
+	return s.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data)), cond)
+}
+
+// Re-uploading one stale batch of a group can take long enough for another batch of the group
+// (checked or re-uploaded before it) to pass the commit deadline: none may be committed past
+// the deadline, or the collector may already have deleted its object.
+func TestNoBatchCommittedPastDeadlineAfterSlowReupload(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	s := &ageStore{Store: mem, deadline: 40 * time.Millisecond, slack: 30 * time.Millisecond,
+		started: map[string]time.Time{}, puts: map[string]int{}, committed: map[string]bool{}}
+	cfg := testConfig(s)
+	cfg.FlushInterval = 0 // one batch per append
+	cfg.CommitDeadline = s.deadline
+	p := newProducer(t, cfg)
+	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("b1-record")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("b2-record")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack1, err1 := t1.Wait(ctx)
+	ack2, err2 := t2.Wait(ctx)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	closeProducer(t, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.puts["b2-record"] < 2 {
+		t.Fatalf("uploads %v: the slow re-upload did not happen", s.puts)
+	}
+	for _, v := range s.violations {
+		t.Error(v)
+	}
+	recs, _ := readStream(t, mem, cfg.ManifestPath)
+	verify(t, recs, []ackedAppend{{bodies: []string{"b1-record"}, ack: ack1}, {bodies: []string{"b2-record"}, ack: ack2}}, nil,
+		map[string]bool{"b1-record": true, "b2-record": true})
 }
