@@ -64,7 +64,10 @@ func (p *Producer) commitGroup(group []*batch) {
 			if !p.reload() {
 				return
 			}
-			group = p.resolveCommitted(group)
+			var known bool
+			if group, known = p.resolveCommitted(group); !known {
+				continue // cannot tell yet whether the batches are committed: retry
+			}
 			if len(group) == 0 {
 				return
 			}
@@ -171,15 +174,21 @@ func (p *Producer) reload() bool {
 }
 
 // resolveCommitted resolves the batches of group that the current manifest shows committed
-// and returns the rest. Batches commit in order, so the committed ones are a prefix.
-func (p *Producer) resolveCommitted(group []*batch) []*batch {
+// and returns the rest. Batches commit in order, so the committed ones are a prefix. known is
+// false when that cannot be told now (segments of the manifest could not be read): nothing
+// was resolved and the batches must not be written again yet.
+func (p *Producer) resolveCommitted(group []*batch) (rest []*batch, known bool) {
 	row, ok := p.snap.State.Producer(p.id)
 	if !ok && len(group) > 0 && group[0].attempted {
 		// Our row was evicted from the table (it is bounded): look for the entry itself. It
 		// must name an object this batch was written under: with a fixed producer id, an
 		// earlier run (whose row is gone too) may have committed the same batch number.
+		var ferr error
 		own := func(b *batch) bool {
 			e, found, err := p.index.FindBatch(p.ctx, p.id, b.num)
+			if err != nil {
+				ferr = err
+			}
 			return err == nil && found && slices.Contains(b.triedKeys, e.Key)
 		}
 		if own(group[0]) {
@@ -191,12 +200,22 @@ func (p *Producer) resolveCommitted(group []*batch) []*batch {
 				row.LastBatch = b.num
 			}
 		}
+		if errors.Is(ferr, manifest.ErrCorrupt) {
+			p.mu.Lock()
+			p.failAllLocked(ferr)
+			p.mu.Unlock()
+			return nil, true
+		}
+		if ferr != nil {
+			p.log.Warn("looking up committed batches, retrying", "err", ferr)
+			return group, false
+		}
 	}
 	for len(group) > 0 && ok && group[0].num <= row.LastBatch {
 		p.resolveFromEntry(group[0], p.snap.State)
 		group = group[1:]
 	}
-	return group
+	return group, true
 }
 
 // resolveFromEntry resolves a batch committed by an earlier write from its manifest entry.

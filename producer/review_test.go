@@ -172,3 +172,93 @@ func TestNoBatchCommittedPastDeadlineAfterSlowReupload(t *testing.T) {
 	verify(t, recs, []ackedAppend{{bodies: []string{"b1-record"}, ack: ack1}, {bodies: []string{"b2-record"}, ack: ack2}}, nil,
 		map[string]bool{"b1-record": true, "b2-record": true})
 }
+
+// floodStore: the first manifest write (of the one producer using it) lands but reports an
+// unknown outcome, and before the producer can look, other writers commit enough entries to
+// seal its entry into a segment and evict its row from the producer table. Then the first
+// read of a segment fails.
+type floodStore struct {
+	objectstore.Store
+	mu       sync.Mutex
+	flooded  bool
+	segFails int
+}
+
+func (f *floodStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	f.mu.Lock()
+	flood := key == "ingest/manifest" && cond.IfMatch != "" && !f.flooded
+	f.flooded = f.flooded || flood
+	f.mu.Unlock()
+	if !flood {
+		return f.Store.Put(ctx, key, body, size, cond)
+	}
+	if _, err := f.Store.Put(ctx, key, body, size, cond); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	enc := batchfmt.NewEncoder(batchfmt.CompressionNone)
+	fence := &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.FenceRecord("")}}
+	enc.Add(fence)
+	obj, err := enc.Finish()
+	if err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	if _, err := objectstore.PutBytes(ctx, f.Store, "ingest/0other", obj, objectstore.IfAbsent()); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	now := uint64(time.Now().UnixMilli()) + 1000
+	if _, err := manifest.Update(ctx, f.Store, key, func(st *manifest.State) error {
+		for i := range manifest.MaxRecentEntries + 100 {
+			if _, err := st.Apply(&manifest.Batch{Key: "ingest/0other", ObjectBytes: uint64(len(obj)), ProducerID: fmt.Sprintf("other-%d", i),
+				BatchNum: 1, ArrivalMs: now, Appends: []*batchfmt.AppendInput{fence}}); err != nil {
+				return err
+			}
+		}
+		for i := range manifest.MaxProducers {
+			st.Producers[fmt.Sprintf("busy-%04d", i)] = manifest.ProducerState{LastBatch: 1, LastSeenMs: now}
+		}
+		st.PruneProducers(now)
+		return nil
+	}); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	f.mu.Lock()
+	f.segFails = 1
+	f.mu.Unlock()
+	return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, errInjected)
+}
+
+func (f *floodStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	f.mu.Lock()
+	fail := strings.HasPrefix(key, manifest.SegmentPrefix("ingest/manifest")) && f.segFails > 0
+	if fail {
+		f.segFails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, objectstore.NewOpError("get", key, nil, errInjected)
+	}
+	return f.Store.Get(ctx, key, opts)
+}
+
+// After a write with an unknown outcome that did land, with the producer's row evicted and
+// its entry sealed into a segment, a failed segment read must not be taken for "not
+// committed": writing the batch again would commit its records twice.
+func TestSegmentReadFailureDoesNotRecommit(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	f := &floodStore{Store: mem}
+	p := newProducer(t, testConfig(f))
+	ack, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: bodyRecs("once")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeProducer(t, p)
+	if !f.flooded || f.segFails != 0 {
+		t.Fatalf("scenario did not happen: flooded %v, segment failures left %d", f.flooded, f.segFails)
+	}
+	recs, st := readStream(t, mem, "ingest/manifest")
+	if _, ok := st.Producers[p.ID()]; ok {
+		t.Fatalf("the producer's row was not evicted")
+	}
+	verify(t, recs, []ackedAppend{{bodies: []string{"once"}, ack: ack}}, nil, map[string]bool{"once": true})
+}
