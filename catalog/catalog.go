@@ -172,7 +172,8 @@ func Locate(basin, name string) (Stream, error) {
 func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
 
 // ListStreams lists streams of a basin ("" = root namespace) whose names start with prefix and
-// sort after startAfter, up to limit (<= 0: 1000). A stream is listed when its manifest exists.
+// sort after startAfter, up to limit (<= 0: 1000). A stream is listed when its manifest exists
+// and is not a tombstone (an empty object, see manifest.Create).
 // more says whether further streams may follow.
 func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []Stream, more bool, err error) {
 	if limit <= 0 || limit > 1000 {
@@ -208,8 +209,8 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		case tail == "manifest":
 			name, derr := DecodeName(enc)
 			after = key
-			if derr != nil || !strings.HasPrefix(name, prefix) {
-				continue
+			if derr != nil || !strings.HasPrefix(name, prefix) || page.Objects[0].Size == 0 {
+				continue // not ours, or a deleted stream's tombstone (see manifest.Create)
 			}
 			st, _ := Locate(basin, name)
 			if len(streams) == limit {

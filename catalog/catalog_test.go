@@ -98,6 +98,11 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 			mustPut(t, s, st.ManifestPath)
 		}
 	}
+	// A deleted stream's tombstone (an empty manifest) is not listed.
+	gone, _ := Locate("", "gone")
+	if _, err := objectstore.PutBytes(ctx, s, gone.ManifestPath, nil, objectstore.Unconditional()); err != nil {
+		t.Fatal(err)
+	}
 	mustPut(t, s, BasinMarker("my-basin"))
 	mustPut(t, s, BasinMarker("other-basin"))
 	for _, basin := range []string{"", "my-basin"} {

@@ -56,12 +56,14 @@
 // recorded in the producer table. The stream is deleted only once no batch or segment object
 // is left under its prefixes (earlier passes delete them as they pass the grace period), so
 // nothing is orphaned. Deletion replaces the manifest, conditionally on the version the pass
-// read, with an empty object and then deletes it: a producer that commits at the same moment
-// either wins (the replacement fails, the stream lives on) or fails its write and then its
-// reload (an empty manifest does not decode), so no acknowledged record is ever lost with the
-// stream; readers treat an empty manifest as a deleted stream. An object such a losing
-// producer uploaded in that instant is left behind under the prefix. A pass that finds an
-// empty manifest (a deletion interrupted after the first step) finishes the deletion.
+// read, with an empty object, a tombstone, which stays: a producer that commits at the same
+// moment either wins (the replacement fails, the stream lives on) or fails its write and then
+// its reload (manifest.Load reports a tombstone as no manifest), so no acknowledged record is
+// ever lost with the stream; readers, listings and the collector treat a tombstone as a
+// deleted stream, and manifest.Create replaces it conditionally. The key is never deleted:
+// the store has no conditional delete, and a collector deleting it could race with a client
+// creating the stream again and delete the new, live manifest. An object a losing producer
+// uploaded in that instant is left behind under the prefix.
 //
 // # Running it
 //

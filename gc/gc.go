@@ -260,7 +260,8 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	defer st.mu.Unlock()
 	log := c.cfg.Logger.With("manifest", manifestPath)
 
-	// A manifest emptied by an earlier pass's delete_on_empty: finish the deletion.
+	// No manifest, or the tombstone a delete_on_empty left (see manifest.Create): the stream
+	// is gone. An earlier deletion may have been cut short before removing the probe.
 	head, err := c.store.Head(ctx, manifestPath)
 	if errors.Is(err, objectstore.ErrNotFound) {
 		return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
@@ -269,7 +270,11 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		return rep, fmt.Errorf("gc: head manifest %s: %w", manifestPath, err)
 	}
 	if head.Size == 0 {
-		return rep, c.finishDelete(ctx, s, &rep)
+		if err := c.store.Delete(ctx, ProbeKey(dataPrefix)); err != nil {
+			log.Warn("deleted stream: probe left behind", "key", ProbeKey(dataPrefix), "err", err)
+		}
+		c.forget(s)
+		return rep, fmt.Errorf("%w: %s (deleted)", ErrStreamNotFound, manifestPath)
 	}
 
 	// 1. Retention: drop entries from the manifest.
@@ -355,6 +360,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		if err != nil {
 			continue
 		}
+		info.Key = key // judge the key this loop holds, whatever Head filled in
 		if deletable(info) {
 			del(key)
 		}
@@ -602,19 +608,22 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
 	return false, nil
 }
 
-// finishDelete deletes an emptied manifest and the probe.
+// finishDelete completes a deletion after the manifest became a tombstone: it removes the
+// probe. The tombstone stays (see manifest.Create): deleting the key would race with a
+// re-creation of the stream, since the store has no conditional delete.
 func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) error {
-	if err := c.store.Delete(ctx, s.ManifestPath); err != nil {
-		c.m.deleteErrors.Inc()
-		return fmt.Errorf("gc: delete_on_empty: delete manifest %s (retried next pass): %w", s.ManifestPath, err)
-	}
 	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil {
-		c.cfg.Logger.Warn("delete_on_empty: probe left behind", "key", ProbeKey(s.DataPrefix), "err", err)
+		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix), "err", err)
 	}
 	rep.StreamDeleted = true
 	c.m.streamsDeleted.Inc()
+	c.forget(s)
+	return nil
+}
+
+// forget drops the collector's memory of a stream.
+func (c *Collector) forget(s Stream) {
 	c.mu.Lock()
 	delete(c.streams, s)
 	c.mu.Unlock()
-	return nil
 }

@@ -515,11 +515,15 @@ func TestDeleteOnEmpty(t *testing.T) {
 	pass(false) // empty for 70 s, but the objects are not collected yet
 	fs.advance(11 * time.Minute)
 	pass(true) // collects the objects, then nothing is left: the stream goes
-	if _, err := fs.Head(ctx, mpath); !errors.Is(err, objectstore.ErrNotFound) {
+	if _, err := manifest.Load(ctx, fs, mpath); !errors.Is(err, manifest.ErrNotExist) {
 		t.Fatalf("manifest after delete_on_empty: %v", err)
 	}
-	if left := keys(t, fs, ""); len(left) != 0 {
+	// Only the tombstone stays (see manifest.Create).
+	if left := keys(t, fs, ""); len(left) != 1 || left[0] != mpath {
 		t.Fatalf("left behind: %v", left)
+	}
+	if h, err := fs.Head(ctx, mpath); err != nil || h.Size != 0 {
+		t.Fatalf("tombstone: %+v %v", h, err)
 	}
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = fs
@@ -532,8 +536,8 @@ func TestDeleteOnEmpty(t *testing.T) {
 	}
 }
 
-// TestDeleteOnEmptyInterrupted: a deletion that emptied the manifest but failed to delete it
-// is finished by the next pass; readers see the emptied manifest as a deleted stream.
+// TestDeleteOnEmptyInterrupted: a deletion whose probe cleanup failed is finished by the next
+// pass; readers see the tombstone as a deleted stream.
 func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	ctx := context.Background()
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
@@ -552,25 +556,65 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	}
 	now = now.Add(2 * time.Second)
 	fs.mu.Lock()
-	fs.failDel = func(key string) bool { return key == mpath }
+	fs.failDel = func(key string) bool { return key == ProbeKey(dpre) }
 	fs.mu.Unlock()
-	if _, err := c.Pass(ctx, mpath, dpre); err == nil {
-		t.Fatal("failed manifest delete not reported")
+	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || !rep.StreamDeleted {
+		t.Fatalf("deletion: %+v %v", rep, err)
 	}
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = fs
 	r, _ := consumer.NewReader(cfg)
 	if _, err := r.Read(ctx, consumer.ReadRequest{Start: consumer.AtSeqNum(0)}); !errors.Is(err, consumer.ErrStreamNotFound) {
-		t.Fatalf("read of the emptied manifest: %v", err)
+		t.Fatalf("read of the deleted stream: %v", err)
 	}
 	fs.mu.Lock()
 	fs.failDel = nil
 	fs.mu.Unlock()
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || !rep.StreamDeleted {
-		t.Fatalf("finishing the deletion: %+v %v", rep, err)
+	if _, err := c.Pass(ctx, mpath, dpre); !errors.Is(err, ErrStreamNotFound) {
+		t.Fatalf("pass over the tombstone: %v", err)
 	}
-	if left := keys(t, fs, ""); len(left) != 0 {
+	if left := keys(t, fs, ""); len(left) != 1 || left[0] != mpath {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestTombstoneRaceWithRecreate: a collector that saw a stream deleted never deletes the
+// stream created again under its name (the tombstone is replaced, never deleted), and the new
+// stream's records survive another collector's pass.
+func TestTombstoneRaceWithRecreate(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	scfg := manifest.DefaultConfig()
+	scfg.DeleteOnEmpty = manifest.DeleteOnEmpty{MinAgeSecs: 1}
+	if _, err := manifest.Create(ctx, fs, mpath, scfg, t0); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Minute)
+	a, _ := NewCollector(fs, testConfig(func() time.Time { return now }))
+	b, _ := NewCollector(fs, testConfig(func() time.Time { return now }))
+	if _, err := a.Pass(ctx, mpath, dpre); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second)
+	if rep, err := a.Pass(ctx, mpath, dpre); err != nil || !rep.StreamDeleted {
+		t.Fatalf("deletion: %+v %v", rep, err)
+	}
+	// A client creates the stream again; b, which never saw it live, passes over it.
+	snap, err := manifest.Create(ctx, fs, mpath, manifest.DefaultConfig(), now)
+	if err != nil {
+		t.Fatalf("create over the tombstone: %v", err)
+	}
+	for _, c := range []*Collector{a, b} {
+		if _, err := c.Pass(ctx, mpath, dpre); err != nil {
+			t.Fatalf("pass over the re-created stream: %v", err)
+		}
+	}
+	got, err := manifest.Load(ctx, fs, mpath)
+	if err != nil || got.State.Generation != snap.State.Generation {
+		t.Fatalf("re-created stream: %v", err)
+	}
+	if _, err := manifest.Create(ctx, fs, mpath, manifest.DefaultConfig(), now); !errors.Is(err, manifest.ErrExists) {
+		t.Fatalf("create over a live stream: %v", err)
 	}
 }
 

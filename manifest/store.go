@@ -20,7 +20,8 @@ type Snapshot struct {
 	Version string
 }
 
-// Load reads and decodes the manifest at path. ErrNotExist if there is none.
+// Load reads and decodes the manifest at path. ErrNotExist if there is none, or if the object
+// there is a tombstone (see Create).
 func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot, error) {
 	data, info, err := objectstore.ReadAll(ctx, store, path)
 	if err != nil {
@@ -28,6 +29,9 @@ func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot,
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, path, err)
 		}
 		return nil, fmt.Errorf("manifest: load %s: %w", path, err)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: %s: the stream was deleted (tombstone)", ErrNotExist, path)
 	}
 	st, err := Decode(path, data)
 	if err != nil {
@@ -39,6 +43,11 @@ func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot,
 // Create writes a new, empty manifest at path, create-only. ErrExists if one is there.
 // A create whose outcome is unknown is resolved by reading the manifest back: if it holds the
 // generation just written, the create took effect.
+//
+// A zero-length object at path is a tombstone: the collector (delete_on_empty) deletes a
+// stream by replacing its manifest with one, conditionally, and never deletes the key itself,
+// so that a collector racing with a re-creation can never delete a live manifest. Load treats
+// a tombstone as no manifest, and Create replaces it, conditionally on its version.
 func Create(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
 	st, err := NewState(cfg, now)
 	if err != nil {
@@ -47,7 +56,11 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	if _, err := stamp(st); err != nil {
 		return nil, err
 	}
-	info, err := objectstore.PutBytes(ctx, store, path, st.Encode(), objectstore.IfAbsent())
+	cond := objectstore.IfAbsent()
+	if head, herr := store.Head(ctx, path); herr == nil && head.Size == 0 {
+		cond = objectstore.IfMatch(head.Version)
+	}
+	info, err := objectstore.PutBytes(ctx, store, path, st.Encode(), cond)
 	switch {
 	case err == nil:
 		return &Snapshot{State: st, Version: info.Version}, nil
