@@ -156,19 +156,33 @@ func (s *Session) State() *manifest.State { return s.view.Load() }
 // MaxBatchBytes metered bytes (a single larger record comes alone). It blocks while the
 // session follows the tail and no record is available. After the last batch of a read that
 // ended (its limits, or the tail without Follow) it returns ErrDone.
+//
+// Next never returns records together with an error: records read before a failure come
+// first, without it, and the failure comes with the next call. So a caller may drop a batch
+// whose error is set without losing records it was never shown.
 func (s *Session) Next(ctx context.Context) (Batch, error) {
 	for {
 		b, err := s.read(ctx, s.r.cfg.MaxBatchRecords, s.r.cfg.MaxBatchBytes, true)
 		if err != nil || len(b.Records) > 0 {
-			return b, err
+			return deferErr(b, err)
 		}
 	}
+}
+
+// deferErr holds an error back while b carries records: the session's failure is sticky (or,
+// for a canceled context, found again), so the next call reports it.
+func deferErr(b Batch, err error) (Batch, error) {
+	if err != nil && len(b.Records) > 0 {
+		return b, nil
+	}
+	return b, err
 }
 
 // Read is Next with explicit per-call bounds: at most maxRecords records and maxBytes metered
 // bytes (a single larger record still comes alone, so a read always progresses). With wait
 // false it does not wait at the tail: when no record is available it returns an empty batch
-// (carrying the tail) and no error. It always waits for objects being fetched.
+// (carrying the tail) and no error. It always waits for objects being fetched. Like Next, it
+// never returns records together with an error.
 func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
 	if maxRecords < 1 || maxBytes < 8 {
 		return Batch{}, fmt.Errorf("%w: read limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
@@ -176,7 +190,7 @@ func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 	for {
 		b, err := s.read(ctx, maxRecords, maxBytes, wait)
 		if err != nil || len(b.Records) > 0 || !wait {
-			return b, err
+			return deferErr(b, err)
 		}
 	}
 }
