@@ -35,7 +35,12 @@ func TestNextNeverReturnsRecordsWithAnError(t *testing.T) {
 	}
 	// One big batch per call, with every object fetched ahead: the first call reaches the
 	// corrupt object with records of the earlier ones in hand.
-	r := f.reader(func(c *Config) { c.FetchAttempts = 1; c.ReadAheadDepth = 8; c.MaxBatchRecords = 100000; c.MaxBatchBytes = 1 << 30 })
+	r := f.reader(func(c *Config) {
+		c.FetchAttempts = 1
+		c.ReadAheadDepth = 8
+		c.MaxBatchRecords = 100000
+		c.MaxBatchBytes = 1 << 30
+	})
 	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0)})
 	if err != nil {
 		t.Fatal(err)
