@@ -272,7 +272,9 @@ func (x *Index) FindBatch(ctx context.Context, producerID string, batchNum uint6
 		err := x.walk(ctx, x.st.Segments[i:i+1], nil,
 			func(*SegmentRef) bool { return false },
 			func(e *Entry) bool { return e.ProducerID != producerID || e.BatchNum != batchNum },
-			func(e *Entry) error { found, ok = *e, true; return errStop })
+			// The newest match of the segment: a producer id reused by a later run may have
+			// the same batch number in it twice.
+			func(e *Entry) error { found, ok = *e, true; return nil })
 		if err != nil && !errors.Is(err, errStop) {
 			return Entry{}, false, err
 		}

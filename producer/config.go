@@ -52,7 +52,9 @@ type Config struct {
 	// Backoff between retries of uploads, manifest reads and manifest writes.
 	Backoff manifest.Backoff
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
-	// Two live producers must never share an id.
+	// Two live producers must never share an id. A fixed id may be reused by a restarted
+	// process only once the previous process is gone for good: wait CommitDeadline after it
+	// died before reusing its id, so that no manifest write of the old process can still land.
 	ProducerID string
 	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
 	// records, 1 MiB).
