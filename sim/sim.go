@@ -649,7 +649,13 @@ func (h *harness) runMember(ctx, pctx context.Context, name string, ps *procStor
 			return 0, false
 		}
 	}
+	watchDone := make(chan struct{})
+	defer func() {
+		ncancel()
+		<-watchDone
+	}()
 	go func() {
+		defer close(watchDone)
 		select {
 		case <-h.targetSet:
 			ncancel()
