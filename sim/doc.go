@@ -28,7 +28,9 @@
 //     moment. A crash makes every later request of the process fail without reaching the
 //     store, then abandons the producer (Close with an already-cancelled context only reaps
 //     its goroutines; it can no longer touch the store). After MaxCrashes crashes a slot's
-//     last instance closes cleanly.
+//     last instance closes cleanly. In a third of the scenarios a restarted instance reuses
+//     its slot's producer id (after waiting the commit deadline, as producer.Config requires)
+//     and continues its batch numbers.
 //   - slows some writes of live processes: the process is told ErrOutcomeUnknown at once and
 //     the write lands up to LateMax later, after the process's next requests (reordering).
 //   - runs one consumer group member at a time (package consumer), crashed and restarted the

@@ -71,6 +71,11 @@ type Scenario struct {
 	// Queue makes the stream a queue (manifest.Config.QueueMode): the collector drops
 	// entries once the group's checkpoint passed them, while producers and the consumer run.
 	Queue bool
+	// FixedIDs: a restarted producer process reuses its slot's producer id (as a service with
+	// a configured id would), continuing its batch numbers from the manifest. As
+	// producer.Config.ProducerID requires, it waits the commit deadline after a crash first,
+	// so that no write of the dead process can still land.
+	FixedIDs bool
 
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
 	sabotage func(h *harness)
@@ -110,6 +115,7 @@ func NewScenario(seed uint64) Scenario {
 		Grace:             time.Duration(6+r.IntN(10)) * time.Second,
 	}
 	sc.Queue = sc.Consumer && sc.GC && r.IntN(3) == 0
+	sc.FixedIDs = r.IntN(3) == 0
 	if seed%25 == 24 {
 		sc.Producers, sc.Appends, sc.MaxRecords, sc.Pipeline = 1, 600+r.IntN(200), 1, 64
 		sc.FlushInterval, sc.MaxGroupBatches = 0, 64
@@ -413,13 +419,20 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 	r := rand.New(rand.NewPCG(h.sc.Seed, uint64(slot)+1))
 	n, crashes := 0, 0
 	for inst := 0; n < h.sc.Appends && ctx.Err() == nil; inst++ {
+		if h.sc.FixedIDs && inst > 0 {
+			sleep(ctx, h.sc.Grace/2) // the commit deadline: the dead process's writes have landed
+		}
 		name := fmt.Sprintf("p%d.%d", slot, inst)
 		ps, pctx, stop := h.startProc(ctx, name, r, crashes)
 		h.mu.Lock()
 		h.instances++
 		h.mu.Unlock()
 		var pending []pendingAppend
-		p, err := producer.New(pctx, h.producerConfig(ps, name))
+		id := name
+		if h.sc.FixedIDs {
+			id = fmt.Sprintf("p%d", slot)
+		}
+		p, err := producer.New(pctx, h.producerConfig(ps, id))
 		if err == nil {
 			for n < h.sc.Appends && !ps.isDead() {
 				in := batchfmt.AppendInput{}
