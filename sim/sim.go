@@ -559,6 +559,21 @@ func isCorruption(err error) bool {
 func (h *harness) runConsumer(ctx context.Context) {
 	r := rand.New(rand.NewPCG(h.sc.Seed, 0xc0))
 	crashes := 0
+	// The group joins once a producer has created the stream (the harness looks without
+	// faults; streams are never deleted here).
+	for {
+		if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.ManifestPath); err == nil {
+			break
+		}
+		select {
+		case <-h.targetSet:
+			h.violate("consumer: the stream was never created")
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	// Zombies: members that are replaced while still alive (a paused process, a partition):
 	// they go on reading and acknowledging until they learn they were fenced.
 	var zombies sync.WaitGroup
