@@ -567,8 +567,10 @@ func (h *harness) runConsumer(ctx context.Context) {
 		}
 		select {
 		case <-h.targetSet:
-			h.violate("consumer: the stream was never created")
-			return
+			if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.ManifestPath); err != nil {
+				h.violate("consumer: the stream was never created: %v", err)
+				return
+			}
 		case <-ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
