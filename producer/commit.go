@@ -2,6 +2,7 @@ package producer
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -230,12 +231,19 @@ func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
 		e, found, err = x.FindBatch(p.ctx, p.id, b.num)
 	}
 	var results []manifest.AppendResult
-	if err == nil && found {
+	foreign := err == nil && found && !slices.Contains(b.triedKeys, e.Key)
+	if err == nil && found && !foreign {
 		results, err = manifest.Results(&e, b.appends)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
+	case foreign:
+		// The entry under our id and batch number names an object we never wrote it under:
+		// another process with this id committed it (a fixed ProducerID reused too soon).
+		// Its positions are not ours; say so rather than ack them.
+		p.log.Error("an entry under this producer id and batch number is not ours", "batch", b.num, "key", e.Key)
+		p.resolveLocked(b, nil, Position{}, fmt.Errorf("%w: batch %d, entry for object %s", ErrProducerIDReused, b.num, e.Key))
 	case err != nil:
 		p.log.Error("rebuilding acks of a committed batch", "batch", b.num, "err", err)
 		p.resolveLocked(b, nil, Position{}, errors.Join(ErrPositionsUnavailable, err))

@@ -30,6 +30,10 @@ var (
 	// manifest (trimmed or acknowledged by every group) by the time the producer, recovering
 	// from a write with an unknown outcome, could read its positions back.
 	ErrPositionsUnavailable = errors.New("producer: committed, but positions no longer available")
+	// ErrProducerIDReused: the manifest holds an entry under this producer's id and batch
+	// number that another process committed (a fixed ProducerID reused sooner than
+	// CommitDeadline after the process that had it died). The append's outcome is unknown.
+	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
 )
 
 // Position is a record's place in the stream.

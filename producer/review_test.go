@@ -3,6 +3,7 @@ package producer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -261,4 +262,58 @@ func TestSegmentReadFailureDoesNotRecommit(t *testing.T) {
 		t.Fatalf("the producer's row was not evicted")
 	}
 	verify(t, recs, []ackedAppend{{bodies: []string{"once"}, ack: ack}}, nil, map[string]bool{"once": true})
+}
+
+// hookStore runs hook once, before the first manifest write that passes through it.
+type hookStore struct {
+	objectstore.Store
+	path string
+	once sync.Once
+	hook func()
+}
+
+func (h *hookStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	if key == h.path {
+		h.once.Do(h.hook)
+	}
+	return h.Store.Put(ctx, key, body, size, cond)
+}
+
+// TestReusedProducerIDIsReported: a fixed id reused while the dead process's write was still
+// in flight: that write lands first, with the same batch number. The new producer must not
+// take the old entry's positions for its own append's (the append is not in the stream); it
+// fails the ticket with ErrProducerIDReused.
+func TestReusedProducerIDIsReported(t *testing.T) {
+	ctx := context.Background()
+	inner := objectstore.NewMemStore()
+	cfg := testConfig(inner)
+	cfg.ProducerID = "ingest-host-1"
+	if _, err := manifest.Create(ctx, inner, cfg.ManifestPath, manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	hs := &hookStore{Store: inner, path: cfg.ManifestPath}
+	hs.hook = func() {
+		// The old process's in-flight commit of its batch 1 lands now.
+		snap, err := manifest.Load(ctx, inner, cfg.ManifestPath)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		st := snap.State.Clone()
+		old := []*batchfmt.AppendInput{{Records: []batchfmt.Record{{Body: []byte("old-1")}, {Body: []byte("old-2")}}}}
+		if _, err := st.Apply(&manifest.Batch{Key: cfg.DataPathPrefix + "/old-process-object", ObjectBytes: 10,
+			ProducerID: cfg.ProducerID, BatchNum: 1, ArrivalMs: uint64(time.Now().UnixMilli()), Appends: old}); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := manifest.Write(ctx, inner, cfg.ManifestPath, st, snap.Version); err != nil {
+			t.Error(err)
+		}
+	}
+	cfg.ObjectStore = hs
+	p := newProducer(t, cfg)
+	_, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("new-1")}, {Body: []byte("new-2")}}})
+	if !errors.Is(err, ErrProducerIDReused) {
+		t.Fatalf("append under a reused id: %v, want ErrProducerIDReused", err)
+	}
 }
