@@ -14,8 +14,13 @@
 //
 // enc is an injective escaping of the name's bytes: ASCII letters, digits, '_' and '-' stand for
 // themselves and every other byte becomes '%' and two upper-case hex digits. An encoded name never
-// holds '/', '.', or an empty string, so no name escapes its place ("..") and no two names share a
-// key prefix ("a" and "a/data" encode to "a" and "a%2Fdata", different path segments).
+// holds '/', '.', '~', or an empty string, so no name escapes its place ("..") and no two names
+// share a key prefix ("a" and "a/data" encode to "a" and "a%2Fdata", different path segments).
+//
+// An encoded name longer than MaxSegmentLen bytes (a 512-byte name may take 1536) is cut into
+// path segments of at most MaxSegmentLen bytes, never inside an escape, each but the last ending
+// in '~': file systems refuse longer path segments. The cut stays injective and prefix-free: a
+// segment ending in '~' is never the last one, and a last one never ends in '~'.
 //
 // Stream names are 1 to 512 bytes, as in the streams seed; any bytes are allowed. Basin names
 // follow S2: 8 to 48 characters of lower-case letters, digits and '-', neither first nor last '-'.
@@ -33,8 +38,10 @@ import (
 // Name limits.
 const (
 	MaxStreamNameLen = 512
-	MinBasinNameLen  = 8
-	MaxBasinNameLen  = 48
+	// MaxSegmentLen bounds one path segment of an encoded stream name (see the package doc).
+	MaxSegmentLen   = 200
+	MinBasinNameLen = 8
+	MaxBasinNameLen = 48
 )
 
 // ErrInvalidName is matched by every name validation error.
@@ -129,6 +136,49 @@ func DecodeName(enc string) (string, error) {
 	return b.String(), nil
 }
 
+// streamDir is the encoded name cut into path segments (see the package doc).
+func streamDir(name string) string {
+	enc := EncodeName(name)
+	if len(enc) <= MaxSegmentLen {
+		return enc
+	}
+	var b strings.Builder
+	for len(enc) > MaxSegmentLen {
+		cut := MaxSegmentLen - 1 // room for the '~'
+		// Never cut inside an escape: back up to its '%' when one of the last two bytes is it.
+		if i := strings.LastIndexByte(enc[cut-2:cut], '%'); i >= 0 {
+			cut = cut - 2 + i
+		}
+		b.WriteString(enc[:cut])
+		b.WriteString("~/")
+		enc = enc[cut:]
+	}
+	b.WriteString(enc)
+	return b.String()
+}
+
+// DecodeDir inverts the stream directory of a name (the encoded name, cut into segments).
+func DecodeDir(dir string) (string, error) {
+	segs := strings.Split(dir, "/")
+	var enc strings.Builder
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		body, cont := strings.CutSuffix(seg, "~")
+		if cont == last || body == "" || len(seg) > MaxSegmentLen {
+			return "", fmt.Errorf("%w: %q is not an encoded stream directory", ErrInvalidName, dir)
+		}
+		enc.WriteString(body)
+	}
+	name, err := DecodeName(enc.String())
+	if err != nil {
+		return "", err
+	}
+	if streamDir(name) != dir {
+		return "", fmt.Errorf("%w: %q is not the canonical directory of its name", ErrInvalidName, dir)
+	}
+	return name, nil
+}
+
 func unhex(c byte) int {
 	switch {
 	case c >= '0' && c <= '9':
@@ -164,8 +214,25 @@ func Locate(basin, name string) (Stream, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Stream{}, err
 	}
-	dir := streamsRoot(basin) + EncodeName(name)
+	dir := streamsRoot(basin) + streamDir(name)
 	return Stream{Basin: basin, Name: name, ManifestPath: dir + "/manifest", DataPrefix: dir + "/data"}, nil
+}
+
+// cutDir splits a key below a streams root into the stream's directory (its segments ending
+// in '~' and the one after them) and the rest.
+func cutDir(rest string) (dir, tail string, ok bool) {
+	i := 0
+	for {
+		j := strings.IndexByte(rest[i:], '/')
+		if j < 0 {
+			return "", "", false
+		}
+		seg := rest[i : i+j]
+		if !strings.HasSuffix(seg, "~") {
+			return rest[:i+j], rest[i+j+1:], true
+		}
+		i += j + 1
+	}
 }
 
 // BasinMarker is the key of a basin's marker object.
@@ -184,11 +251,13 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 	// encoded order and sort the page afterwards; pages are contiguous in encoded order.
 	after := root
 	if startAfter != "" {
-		after = root + EncodeName(startAfter) + "/manifest"
+		after = root + streamDir(startAfter) + "/manifest"
 	}
-	encPrefix := root + EncodeName(prefix)
-	if prefix == "" {
-		encPrefix = root
+	// Narrow the listing to the prefix while its encoding surely sits in the first segment;
+	// names are filtered by prefix below in any case.
+	encPrefix := root
+	if p := EncodeName(prefix); len(p) < MaxSegmentLen-3 {
+		encPrefix = root + p
 	}
 	for {
 		page, err := s.List(ctx, encPrefix, after, 2)
@@ -200,14 +269,14 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		}
 		key := page.Objects[0].Key
 		rest := strings.TrimPrefix(key, root)
-		enc, tail, ok := strings.Cut(rest, "/")
+		enc, tail, ok := cutDir(rest)
 		if !ok {
 			after = key
 			continue
 		}
 		switch {
 		case tail == "manifest":
-			name, derr := DecodeName(enc)
+			name, derr := DecodeDir(enc)
 			after = key
 			if derr != nil || !strings.HasPrefix(name, prefix) || page.Objects[0].Size == 0 {
 				continue // not ours, or a deleted stream's tombstone (see manifest.Create)
@@ -220,6 +289,9 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		case strings.HasPrefix(tail, "data/"):
 			// Skip the stream's data objects in one step: "data0" sorts after every "data/...".
 			after = root + enc + "/data0"
+		case strings.HasPrefix(tail, "manifest.seg/"):
+			// Likewise its sealed segments (manifest.SegmentPrefix).
+			after = root + enc + "/manifest.seg0"
 		default:
 			after = key
 		}

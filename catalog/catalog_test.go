@@ -30,6 +30,41 @@ func TestEncodeNameInjectiveAndSafe(t *testing.T) {
 		}
 		names = append(names, string(b))
 	}
+	for i := 0; i < 300; i++ {
+		b := make([]byte, 1+r.IntN(MaxStreamNameLen))
+		for j := range b {
+			const alphabet = "ab/.%-_A\x00\xff"
+			b[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
+	dirs := map[string]string{}
+	for _, n := range names {
+		dir := streamDir(n)
+		for _, seg := range strings.Split(dir, "/") {
+			if seg == "" || len(seg) > MaxSegmentLen {
+				t.Fatalf("streamDir(%q) = %q: segment %q empty or longer than %d", n, dir, seg, MaxSegmentLen)
+			}
+		}
+		if got, err := DecodeDir(dir); err != nil || got != n {
+			t.Fatalf("DecodeDir(streamDir(%q)) = %q, %v", n, got, err)
+		}
+		if prev, ok := dirs[dir]; ok && prev != n {
+			t.Fatalf("streamDir collides: %q and %q", prev, n)
+		}
+		dirs[dir] = n
+	}
+	// No stream's directory is a prefix of another's (as paths).
+	all := make([]string, 0, len(dirs))
+	for d := range dirs {
+		all = append(all, d+"/")
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		if strings.HasPrefix(all[i], all[i-1]) {
+			t.Fatalf("directory %q is a prefix of %q", all[i-1], all[i])
+		}
+	}
 	for _, n := range names {
 		enc := EncodeName(n)
 		if enc == "" || strings.ContainsAny(enc, "/.") {
@@ -85,7 +120,8 @@ func TestNameValidation(t *testing.T) {
 func TestListStreamsSkipsDataAndPages(t *testing.T) {
 	ctx := context.Background()
 	s := objectstore.NewMemStore()
-	names := []string{"a", "a/data", "a.b", "b", "device-001", "device-002", "device-003", "z"}
+	long := strings.Repeat("x", 300)
+	names := []string{"a", "a/data", "a.b", "b", "device-001", "device-002", "device-003", "z", long, long + "y", strings.Repeat("é/", 128), long[:199] + "%"}
 	for _, basin := range []string{"", "my-basin"} {
 		for _, n := range names {
 			st, err := Locate(basin, n)
@@ -94,6 +130,7 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 			}
 			for i := 0; i < 5; i++ {
 				mustPut(t, s, st.DataPrefix+"/obj"+string(rune('0'+i)))
+				mustPut(t, s, st.ManifestPath+".seg/seg"+string(rune('0'+i)))
 			}
 			mustPut(t, s, st.ManifestPath)
 		}

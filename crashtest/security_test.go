@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -168,12 +169,12 @@ func TestNamesStayInTheirPlace(t *testing.T) {
 		switch {
 		case !strings.HasPrefix(root, wantRoot) || st.DataPrefix != root+"/data":
 			t.Fatalf("%q in %q: manifest %q, data %q outside %q", name, basin, st.ManifestPath, st.DataPrefix, wantRoot)
-		case enc == "" || strings.ContainsAny(enc, "/.") || enc == "..":
-			t.Fatalf("%q: encoded segment %q", name, enc)
+		case enc == "" || strings.Contains(enc, ".") || slices.Contains(strings.Split(enc, "/"), ""):
+			t.Fatalf("%q: encoded directory %q", name, enc)
 		case objectstore.ValidateKey(st.ManifestPath) != nil || objectstore.ValidateKey(st.DataPrefix+"/x") != nil:
 			t.Fatalf("%q: invalid keys %q %q", name, st.ManifestPath, st.DataPrefix)
 		}
-		if dec, err := catalog.DecodeName(enc); err != nil || dec != name {
+		if dec, err := catalog.DecodeDir(enc); err != nil || dec != name {
 			t.Fatalf("%q: encoded %q decodes to %q, %v", name, enc, dec, err)
 		}
 		if prev, ok := seen[root]; ok && (prev.name != name || prev.basin != basin) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +274,36 @@ func TestS2ErrorMapping(t *testing.T) {
 	cfg, err := b.ReconfigureStream(ctx, "my-basin", "auto", s2api.StreamConfig{Timestamping: &s2api.TimestampingConfig{Mode: &mode}})
 	if err != nil || *cfg.Timestamping.Mode != "arrival" || cfg.RetentionPolicy == nil || cfg.DeleteOnEmpty == nil {
 		t.Fatalf("reconfigure: %+v %v", cfg, err)
+	}
+}
+
+// TestLongStreamNamesOnTheFileStore: a 512-byte name (the longest allowed), and one whose
+// escaped form is three times as long, work on the file store, whose path segments are at
+// most 255 bytes, and are listed under their own names.
+func TestLongStreamNamesOnTheFileStore(t *testing.T) {
+	ctx := context.Background()
+	store, err := objectstore.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, store, nil)
+	names := []string{strings.Repeat("n", 512), strings.Repeat("é", 256), strings.Repeat("n", 511) + "."}
+	for _, name := range names {
+		if _, err := e.CreateStream(ctx, "", name, manifest.DefaultConfig()); err != nil {
+			t.Fatalf("create %d-byte name: %v", len(name), err)
+		}
+		ack, err := e.Append(ctx, "", name, records(2, "x"))
+		if err != nil || ack.End.SeqNum != 2 {
+			t.Fatalf("append to %d-byte name: %+v %v", len(name), ack, err)
+		}
+	}
+	got, _, err := e.ListStreams(ctx, "", "", "", 0)
+	if err != nil || len(got) != len(names) {
+		t.Fatalf("list: %d streams, %v", len(got), err)
+	}
+	for _, st := range got {
+		if !slices.Contains(names, st.Name) {
+			t.Fatalf("listed a name that was never created: %.40q", st.Name)
+		}
 	}
 }
