@@ -191,7 +191,8 @@ type harness struct {
 	faults *objectstore.FaultStore
 	shared objectstore.Store
 
-	late      sync.WaitGroup
+	late      sync.WaitGroup // producers' writes still in flight (waited for to set the target)
+	lateOther sync.WaitGroup // consumers' writes still in flight (waited for at the end)
 	lateCount atomic.Int64
 
 	start time.Time // of the run, for the trace's times (virtual under synctest)
@@ -304,7 +305,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 		close(gcStop)
 	}()
 	done := make(chan struct{})
-	go func() { wg.Wait(); h.late.Wait(); close(done) }()
+	go func() { wg.Wait(); h.late.Wait(); h.lateOther.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -285,10 +285,17 @@ func (s *procStore) Close() error { return nil }
 // landLater performs a write after d, detached from its sender (tracked by the harness so
 // the run waits for it).
 func (h *harness) landLater(who, key string, data []byte, cond objectstore.PutCondition, d time.Duration) {
-	h.late.Add(1)
+	// Producers' late writes are waited for before the consumer's target is set; others' (a
+	// consumer's epoch or checkpoint writes) may start while that wait runs, so they have a
+	// WaitGroup of their own, waited for only once every process has stopped.
+	late := &h.lateOther
+	if strings.HasPrefix(who, "p") {
+		late = &h.late
+	}
+	late.Add(1)
 	h.lateCount.Add(1)
 	go func() {
-		defer h.late.Done()
+		defer late.Done()
 		time.Sleep(d)
 		_, err := h.shared.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), cond)
 		if strings.HasSuffix(key, "/manifest") || key == h.sc.ManifestPath {
