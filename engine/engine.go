@@ -281,18 +281,25 @@ func (e *Engine) Basin(ctx context.Context, name string) (BasinInfo, error) {
 	if err := catalog.ValidateBasinName(name); err != nil {
 		return BasinInfo{}, err
 	}
-	data, _, err := objectstore.ReadAll(ctx, e.cfg.Store, catalog.BasinMarker(name))
+	info, _, err := e.readBasin(ctx, name)
+	return info, err
+}
+
+// readBasin reads and decodes a basin's marker, with the version it was read at.
+func (e *Engine) readBasin(ctx context.Context, name string) (BasinInfo, string, error) {
+	key := catalog.BasinMarker(name)
+	data, oi, err := objectstore.ReadAll(ctx, e.cfg.Store, key)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return BasinInfo{}, fmt.Errorf("%w: %q", ErrBasinNotFound, name)
+		return BasinInfo{}, "", fmt.Errorf("%w: %q", ErrBasinNotFound, name)
 	}
 	if err != nil {
-		return BasinInfo{}, err
+		return BasinInfo{}, "", err
 	}
 	var info BasinInfo
 	if err := json.Unmarshal(data, &info); err != nil {
-		return BasinInfo{}, fmt.Errorf("engine: basin marker %q is corrupt: %w", catalog.BasinMarker(name), err)
+		return BasinInfo{}, "", fmt.Errorf("engine: basin marker %q is corrupt: %w", key, err)
 	}
-	return info, nil
+	return info, oi.Version, nil
 }
 
 // SetBasinConfig replaces a basin's config, conditionally on the marker's version.
@@ -300,16 +307,9 @@ func (e *Engine) SetBasinConfig(ctx context.Context, name string, update func(ol
 	key := catalog.BasinMarker(name)
 	b := manifest.DefaultBackoff()
 	for attempt := 0; ; attempt++ {
-		data, oi, err := objectstore.ReadAll(ctx, e.cfg.Store, key)
-		if errors.Is(err, objectstore.ErrNotFound) {
-			return BasinInfo{}, fmt.Errorf("%w: %q", ErrBasinNotFound, name)
-		}
+		info, version, err := e.readBasin(ctx, name)
 		if err != nil {
 			return BasinInfo{}, err
-		}
-		var info BasinInfo
-		if err := json.Unmarshal(data, &info); err != nil {
-			return BasinInfo{}, fmt.Errorf("engine: basin marker %q is corrupt: %w", key, err)
 		}
 		if info.Config, err = update(info.Config); err != nil {
 			return BasinInfo{}, err
@@ -318,7 +318,7 @@ func (e *Engine) SetBasinConfig(ctx context.Context, name string, update func(ol
 		if err != nil {
 			return BasinInfo{}, err
 		}
-		_, err = objectstore.PutBytes(ctx, e.cfg.Store, key, out, objectstore.IfMatch(oi.Version))
+		_, err = objectstore.PutBytes(ctx, e.cfg.Store, key, out, objectstore.IfMatch(version))
 		if err == nil {
 			return info, nil
 		}

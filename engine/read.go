@@ -102,7 +102,8 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 	}
 	// Top up with what is available now, without waiting at the tail, until the limits are
 	// met: one session batch may hold only part of what the stream has.
-	for len(c.pending) < lim.Records && meteredSize(c.pending) < lim.Bytes {
+	pendingBytes := meteredSize(c.pending)
+	for len(c.pending) < lim.Records && pendingBytes < lim.Bytes {
 		b, err := c.s.Read(ctx, c.maxRecords, c.maxBytes, false)
 		if err != nil {
 			return s2api.ReadBatch{}, apiError(err)
@@ -111,6 +112,7 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 			break
 		}
 		c.pending = append(c.pending, b.Records...)
+		pendingBytes += meteredSize(b.Records)
 	}
 	n, bytes := 0, 0
 	for n < len(c.pending) && n < lim.Records {

@@ -116,15 +116,11 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		showProgress = f.progress
 	}
 
-	e, err := openLib(ctx, g, &f.basin)
+	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	st, err := e.locate(name)
-	if err != nil {
-		return err
-	}
 	p, err := e.newProducer(ctx, st, f.create)
 	if err != nil {
 		return err

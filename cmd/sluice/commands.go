@@ -113,15 +113,11 @@ arrive: sluice read STREAM --tail-offset 0 --follow.`,
 // commandAppend appends one command record and prints its ack.
 func commandAppend(cmd *cobra.Command, g *globals, basin *string, name string, rec batchfmt.Record, fencing *string, matchSeq *uint64) error {
 	ctx := cmd.Context()
-	e, err := openLib(ctx, g, basin)
+	e, st, err := openStream(ctx, g, basin, name)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	st, err := e.locate(name)
-	if err != nil {
-		return err
-	}
 	p, err := e.newProducer(ctx, st, false)
 	if err != nil {
 		return err

@@ -119,15 +119,11 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	if err := f.validate(); err != nil {
 		return err
 	}
-	e, err := openLib(ctx, g, &f.basin)
+	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	st, err := e.locate(name)
-	if err != nil {
-		return err
-	}
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
 	cfg.ManifestPath = st.ManifestPath

@@ -48,11 +48,26 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 			return nil, fmt.Errorf("invalid value %q for --basin: %w", *basin, err)
 		}
 	}
-	s, err := objectstore.Open(ctx, storeURL(g.store))
+	s, err := openStore(ctx, g.store)
 	if err != nil {
-		return nil, fmt.Errorf("--store %s: %w", redactURL(g.store), err)
+		return nil, err
 	}
 	return &libEnv{g: g, basin: basin, store: s, log: log}, nil
+}
+
+// openStream is openLib followed by locate: the commands that work on one stream start so.
+// The caller closes the environment.
+func openStream(ctx context.Context, g *globals, basin *string, name string) (*libEnv, catalog.Stream, error) {
+	e, err := openLib(ctx, g, basin)
+	if err != nil {
+		return nil, catalog.Stream{}, err
+	}
+	st, err := e.locate(name)
+	if err != nil {
+		e.close()
+		return nil, catalog.Stream{}, err
+	}
+	return e, st, nil
 }
 
 func (e *libEnv) close() { _ = e.store.Close() }

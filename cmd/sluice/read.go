@@ -136,15 +136,11 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	e, err := openLib(ctx, g, &f.basin)
+	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	st, err := e.locate(name)
-	if err != nil {
-		return err
-	}
 	r, err := e.newReader(st)
 	if err != nil {
 		return err

@@ -184,15 +184,11 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 			if err := cf.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			e, err := openLib(ctx, g, &basin)
+			e, st, err := openStream(ctx, g, &basin, args[0])
 			if err != nil {
 				return err
 			}
 			defer e.close()
-			st, err := e.locate(args[0])
-			if err != nil {
-				return err
-			}
 			if basin != "" {
 				if err := ensureBasin(ctx, e, basin); err != nil {
 					return err
