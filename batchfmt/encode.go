@@ -3,7 +3,7 @@ package batchfmt
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+	"github.com/sluice-dev/sluice/internal/crc32c"
 	"slices"
 )
 
@@ -254,7 +254,7 @@ func (e *Encoder) Finish() ([]byte, error) {
 	binary.BigEndian.PutUint32(h[12:], uint32(e.records))
 	binary.BigEndian.PutUint32(h[16:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(h[20:], uint32(len(obj)-HeaderSize))
-	obj = binary.BigEndian.AppendUint32(obj, crc32.Checksum(obj, castagnoli))
+	obj = binary.BigEndian.AppendUint32(obj, crc32c.Checksum(obj))
 	if e.c == CompressionNone {
 		e.buf = obj[:len(obj)-TrailerSize] // keep the buffer if append grew it
 	} else {

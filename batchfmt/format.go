@@ -3,7 +3,6 @@ package batchfmt
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 )
 
 // Object layout constants (see the package doc for the diagram).
@@ -44,8 +43,6 @@ const appendHeaderSize = 1 + 2 + 4 + 4
 
 // lenEscape in a 2-byte length or count field means a 4-byte value follows.
 const lenEscape = 0xFFFF
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Compression is the compression applied to an object's payload.
 type Compression uint8

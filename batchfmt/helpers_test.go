@@ -3,12 +3,17 @@ package batchfmt
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 )
+
+// castagnoli is the standard library's table: tests check objects against hash/crc32, not
+// against the package's own checksum code.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // testSeed returns the seed for a randomized test: $BATCHFMT_SEED if set (to replay a
 // failure), else a fresh one. It is logged either way.

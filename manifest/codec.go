@@ -3,9 +3,10 @@ package manifest
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"slices"
+
+	"github.com/sluice-dev/sluice/internal/crc32c"
 )
 
 // Format constants (see the package doc for the layout).
@@ -19,7 +20,6 @@ const (
 var (
 	manifestMagic = [4]byte{'S', 'L', 'M', 'F'}
 	segmentMagic  = [4]byte{'S', 'L', 'S', 'G'}
-	castagnoli    = crc32.MakeTable(crc32.Castagnoli)
 )
 
 // Segment is the decoded content of a segment object: entries (Level 0) or references to
@@ -52,7 +52,7 @@ func frame(magic [4]byte, body func(*encoder)) []byte {
 	e.raw(magic[:])
 	e.byte1(FormatVersion)
 	body(e)
-	e.b = binary.BigEndian.AppendUint32(e.b, crc32.Checksum(e.b, castagnoli))
+	e.b = binary.BigEndian.AppendUint32(e.b, crc32c.Checksum(e.b))
 	return e.b
 }
 
@@ -252,7 +252,7 @@ func unframe(key string, magic [4]byte, data []byte) (*decoder, error) {
 		return nil, corrupt(key, "bad magic %q", data[:4])
 	}
 	body, sum := data[:len(data)-trailerLen], binary.BigEndian.Uint32(data[len(data)-trailerLen:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
+	if got := crc32c.Checksum(body); got != sum {
 		return nil, corrupt(key, "checksum mismatch (stored %08x, computed %08x)", sum, got)
 	}
 	if v := data[4]; v != FormatVersion {

@@ -1,0 +1,159 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// CRC-32C by folding with carry-less multiplication, after Intel's "Fast CRC Computation for
+// Generic Polynomials Using PCLMULQDQ Instruction" (2009), widened to AVX-512.
+//
+// Each fold constant pair is, for a fold distance of D bits, x^(D+32) mod P (low qword) and
+// x^(D-32) mod P (high qword), bit-reflected and shifted left by one; gen_test.go derives
+// every constant below from the polynomial and checks it.
+
+// Fold by 2048 bits: four 512-bit accumulators, 256 bytes per step.
+DATA k2048<>+0(SB)/8, $0xdcb17aa4
+DATA k2048<>+8(SB)/8, $0xb9e02b86
+DATA k2048<>+16(SB)/8, $0xdcb17aa4
+DATA k2048<>+24(SB)/8, $0xb9e02b86
+DATA k2048<>+32(SB)/8, $0xdcb17aa4
+DATA k2048<>+40(SB)/8, $0xb9e02b86
+DATA k2048<>+48(SB)/8, $0xdcb17aa4
+DATA k2048<>+56(SB)/8, $0xb9e02b86
+GLOBL k2048<>(SB), RODATA|NOPTR, $64
+
+// Fold by 512 bits: one 512-bit accumulator, 64 bytes per step.
+DATA k512<>+0(SB)/8, $0x740eef02
+DATA k512<>+8(SB)/8, $0x9e4addf8
+DATA k512<>+16(SB)/8, $0x740eef02
+DATA k512<>+24(SB)/8, $0x9e4addf8
+DATA k512<>+32(SB)/8, $0x740eef02
+DATA k512<>+40(SB)/8, $0x9e4addf8
+DATA k512<>+48(SB)/8, $0x740eef02
+DATA k512<>+56(SB)/8, $0x9e4addf8
+GLOBL k512<>(SB), RODATA|NOPTR, $64
+
+// Fold by 128 bits: one 128-bit lane into the next.
+DATA k128<>+0(SB)/8, $0xf20c0dfe
+DATA k128<>+8(SB)/8, $0x14cd00bd6
+GLOBL k128<>(SB), RODATA|NOPTR, $16
+
+// x^64 mod P, for the 96-to-64-bit step of the reduction.
+DATA k64<>+0(SB)/8, $0xdd45aab8
+GLOBL k64<>(SB), RODATA|NOPTR, $8
+
+// Barrett reduction: P (reflected, with its x^32 term) and mu = floor(x^64 / P) (reflected).
+DATA barrett<>+0(SB)/8, $0x105ec76f1
+DATA barrett<>+8(SB)/8, $0xdea713f1
+GLOBL barrett<>(SB), RODATA|NOPTR, $16
+
+// func updateVector(crc uint32, p []byte) uint32
+// len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
+TEXT ·updateVector(SB), NOSPLIT, $0-36
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+
+	VMOVDQU64 (SI), Z1
+	VMOVDQU64 64(SI), Z2
+	VMOVDQU64 128(SI), Z3
+	VMOVDQU64 192(SI), Z4
+	VMOVD     AX, X0     // zeroes the rest of Z0
+	VPXORQ    Z0, Z1, Z1 // the running value joins the first 32 bits
+	ADDQ      $256, SI
+	SUBQ      $256, CX
+
+	VMOVDQU64 k2048<>(SB), Z0
+	CMPQ      CX, $256
+	JB        fold4
+
+loop256:
+	VMOVDQU64  (SI), Z11
+	VMOVDQU64  64(SI), Z12
+	VMOVDQU64  128(SI), Z13
+	VMOVDQU64  192(SI), Z14
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPCLMULQDQ $0x11, Z0, Z2, Z6
+	VPCLMULQDQ $0x00, Z0, Z2, Z2
+	VPCLMULQDQ $0x11, Z0, Z3, Z7
+	VPCLMULQDQ $0x00, Z0, Z3, Z3
+	VPCLMULQDQ $0x11, Z0, Z4, Z8
+	VPCLMULQDQ $0x00, Z0, Z4, Z4
+	VPTERNLOGD $0x96, Z11, Z5, Z1 // Z1 ^= Z5 ^ Z11
+	VPTERNLOGD $0x96, Z12, Z6, Z2
+	VPTERNLOGD $0x96, Z13, Z7, Z3
+	VPTERNLOGD $0x96, Z14, Z8, Z4
+	ADDQ       $256, SI
+	SUBQ       $256, CX
+	CMPQ       CX, $256
+	JAE        loop256
+
+fold4:
+	// Fold the four accumulators into one, each 512 bits into the next.
+	VMOVDQU64  k512<>(SB), Z0
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z5, Z1, Z2 // Z2 ^= Z1 ^ Z5
+	VPCLMULQDQ $0x11, Z0, Z2, Z5
+	VPCLMULQDQ $0x00, Z0, Z2, Z2
+	VPTERNLOGD $0x96, Z5, Z2, Z3
+	VPCLMULQDQ $0x11, Z0, Z3, Z5
+	VPCLMULQDQ $0x00, Z0, Z3, Z3
+	VPTERNLOGD $0x96, Z5, Z3, Z4
+	CMPQ       CX, $64
+	JB         lanes
+
+loop64:
+	VMOVDQU64  (SI), Z11
+	VPCLMULQDQ $0x11, Z0, Z4, Z5
+	VPCLMULQDQ $0x00, Z0, Z4, Z4
+	VPTERNLOGD $0x96, Z11, Z5, Z4
+	ADDQ       $64, SI
+	SUBQ       $64, CX
+	CMPQ       CX, $64
+	JAE        loop64
+
+lanes:
+	// Fold the four 128-bit lanes of Z4 into X1.
+	VEXTRACTI32X4 $1, Z4, X2
+	VEXTRACTI32X4 $2, Z4, X3
+	VEXTRACTI32X4 $3, Z4, X6
+	VMOVDQA       X4, X1
+	VMOVDQU       k128<>(SB), X0
+	VPCLMULQDQ    $0x11, X0, X1, X5
+	VPCLMULQDQ    $0x00, X0, X1, X1
+	VPTERNLOGD    $0x96, X5, X2, X1
+	VPCLMULQDQ    $0x11, X0, X1, X5
+	VPCLMULQDQ    $0x00, X0, X1, X1
+	VPTERNLOGD    $0x96, X5, X3, X1
+	VPCLMULQDQ    $0x11, X0, X1, X5
+	VPCLMULQDQ    $0x00, X0, X1, X1
+	VPTERNLOGD    $0x96, X5, X6, X1
+	VZEROUPPER
+
+	// Reduce 128 bits to 64, then Barrett-reduce to 32.
+	PCMPEQB   X3, X3
+	PCLMULQDQ $1, X1, X0 // X0 = (x^96 mod P) * low qword of X1
+	PSRLDQ    $8, X1
+	PXOR      X0, X1
+
+	MOVOA X1, X2
+	MOVQ  k64<>+0(SB), X0
+	PSRLQ $32, X3 // a 32-bit mask in each qword
+
+	PSRLDQ    $4, X2
+	PAND      X3, X1
+	PCLMULQDQ $0, X0, X1
+	PXOR      X2, X1
+
+	MOVOU barrett<>+0(SB), X0
+
+	MOVOA     X1, X2
+	PAND      X3, X1
+	PCLMULQDQ $0x10, X0, X1
+	PAND      X3, X1
+	PCLMULQDQ $0, X0, X1
+	PXOR      X2, X1
+
+	PEXTRD $1, X1, AX
+	MOVL   AX, ret+32(FP)
+	RET

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package crc32c
+
+const useVector = false
+
+func updateVector(crc uint32, p []byte) uint32 { panic("crc32c: no vector kernel on this platform") }

@@ -1,0 +1,158 @@
+package crc32c
+
+import (
+	"hash/crc32"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestMatchesStdlib(t *testing.T) {
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	r := rand.New(rand.NewPCG(seed, 1))
+	buf := make([]byte, 1<<20+200)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	check := func(off, n int, init uint32) {
+		t.Helper()
+		p := buf[off : off+n]
+		want := crc32.Update(init, table, p)
+		if got := Update(init, p); got != want {
+			t.Fatalf("Update(%#x, buf[%d:%d]) = %#x, want %#x", init, off, off+n, got, want)
+		}
+	}
+	// Every length around the kernel's thresholds and block sizes, at several alignments.
+	for n := 0; n <= 3*MinVectorLen; n++ {
+		check(n%61, n, 0)
+	}
+	for i := 0; i < 2000; i++ {
+		check(r.IntN(200), r.IntN(1<<20), r.Uint32())
+	}
+	check(0, 1<<20, 0)
+	if got, want := Checksum(buf), crc32.Checksum(buf, table); got != want {
+		t.Fatalf("Checksum = %#x, want %#x", got, want)
+	}
+}
+
+// TestSplits checks that Update composes: a checksum taken in pieces equals one taken whole.
+func TestSplits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	buf := make([]byte, 64<<10)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	want := crc32.Checksum(buf, table)
+	for i := 0; i < 500; i++ {
+		a := r.IntN(len(buf))
+		b := a + r.IntN(len(buf)-a+1)
+		got := Update(Update(Update(0, buf[:a]), buf[a:b]), buf[b:])
+		if got != want {
+			t.Fatalf("pieces [:%d][%d:%d][%d:] give %#x, want %#x", a, a, b, b, got, want)
+		}
+	}
+}
+
+// TestPatterns runs inputs that stress the carry-less arithmetic: all zeros, all ones, and
+// single set bits.
+func TestPatterns(t *testing.T) {
+	for _, n := range []int{MinVectorLen, 4096, 4096 + 64, 65536 + 320} {
+		for _, fill := range []byte{0x00, 0xFF, 0x80, 0x01} {
+			p := make([]byte, n)
+			for i := range p {
+				p[i] = fill
+			}
+			if got, want := Checksum(p), crc32.Checksum(p, table); got != want {
+				t.Fatalf("n=%d fill=%#x: %#x, want %#x", n, fill, got, want)
+			}
+		}
+		p := make([]byte, n)
+		for bit := 0; bit < n*8; bit += 61 {
+			p[bit/8] = 1 << (bit % 8)
+			if got, want := Update(0xFFFFFFFF, p), crc32.Update(0xFFFFFFFF, table, p); got != want {
+				t.Fatalf("n=%d bit %d: %#x, want %#x", n, bit, got, want)
+			}
+			p[bit/8] = 0
+		}
+	}
+}
+
+// TestConstants derives the kernel's constants from the polynomial (see crc32c_amd64.s).
+func TestConstants(t *testing.T) {
+	const poly = 0x1EDC6F41 // Castagnoli, normal form without x^32
+	xnmod := func(n int) uint32 {
+		r := uint32(1)
+		for i := 0; i < n; i++ {
+			top := r & 0x80000000
+			r <<= 1
+			if top != 0 {
+				r ^= poly
+			}
+		}
+		return r
+	}
+	k := func(n int) uint64 { return uint64(bits.Reverse32(xnmod(n))) << 1 }
+	for _, c := range []struct {
+		name string
+		got  uint64
+		want uint64
+	}{
+		{"k2048 lo", k(2048 + 32), 0xdcb17aa4},
+		{"k2048 hi", k(2048 - 32), 0xb9e02b86},
+		{"k512 lo", k(512 + 32), 0x740eef02},
+		{"k512 hi", k(512 - 32), 0x9e4addf8},
+		{"k128 lo", k(128 + 32), 0xf20c0dfe},
+		{"k128 hi", k(128 - 32), 0x14cd00bd6},
+		{"k64", k(64), 0xdd45aab8},
+		{"P", uint64(bits.Reverse32(poly))<<1 | 1, 0x105ec76f1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: derived %#x, the kernel has %#x", c.name, c.got, c.want)
+		}
+	}
+}
+
+func FuzzUpdate(f *testing.F) {
+	f.Add(uint32(0), make([]byte, 2048))
+	f.Add(uint32(0xdeadbeef), []byte("sluice"))
+	f.Fuzz(func(t *testing.T, init uint32, p []byte) {
+		if got, want := Update(init, p), crc32.Update(init, table, p); got != want {
+			t.Fatalf("Update(%#x, %d bytes) = %#x, want %#x", init, len(p), got, want)
+		}
+	})
+}
+
+func BenchmarkChecksum(b *testing.B) {
+	for _, n := range []int{1 << 10, 16 << 10, 1 << 20} {
+		p := make([]byte, n)
+		b.Run("size="+itoa(n)+"/crc32c", func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				Checksum(p)
+			}
+		})
+		b.Run("size="+itoa(n)+"/stdlib", func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				crc32.Checksum(p, table)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	switch {
+	case n >= 1<<20:
+		return string(rune('0'+n>>20)) + "MiB"
+	default:
+		return fmtInt(n>>10) + "KiB"
+	}
+}
+
+func fmtInt(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return fmtInt(n/10) + string(rune('0'+n%10))
+}
