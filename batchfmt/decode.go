@@ -27,10 +27,16 @@ type Batch struct {
 
 // Decode checks and decodes one batch object. It checks, in order, the length, magic,
 // version, compression, reserved bits, stored size and CRC32C of the object, then
-// decompresses the payload (bounded by the declared size), then walks every append header
-// and every record frame, checking each length against what remains before using it. Any
-// failure is a *CorruptError matching ErrCorrupt. After a successful Decode, iteration
-// does not fail.
+// decompresses the payload (bounded by the declared size), then walks every append header,
+// checking each length against what remains before using it. Any failure is a
+// *CorruptError matching ErrCorrupt.
+//
+// Record frames are checked as they are read, in one pass: an Iterator checks each frame it
+// reads, and each append's record bytes and metered size once its last record is read, and
+// stops with a *CorruptError at the first mismatch, before returning the record concerned.
+// Since the CRC32C has passed by then, only an object written wrongly (not damaged in
+// storage or transit) can fail there. Batch.Validate checks every record at once, for a
+// caller that wants all or nothing.
 func Decode(data []byte) (*Batch, error) {
 	return decode(data, nil)
 }
@@ -118,15 +124,14 @@ func decode(data []byte, scratch *[]byte) (*Batch, error) {
 	return b, nil
 }
 
-// index walks the append headers and record frames, filling appends and spans.
+// index walks the append headers, filling appends and spans; record frames are left to the
+// Iterator (see Decode).
 func (b *Batch) index(nAppends, nRecords int) error {
 	p := b.payload
 	b.appends = make([]AppendMeta, nAppends)
 	b.spans = make([]int, 2*nAppends)
 	var seqs []uint64
 	var tokens []string
-	var rp recordParser
-	var r Record
 	off := 0
 	for i := 0; i < nAppends; i++ {
 		if len(p)-off < appendHeaderSize {
@@ -183,25 +188,15 @@ func (b *Batch) index(nAppends, nRecords int) error {
 		if uint64(length) > uint64(len(p)-off) {
 			return corrupt(HeaderSize+off-4, "append %d records length %d exceeds the %d bytes left", i, length, len(p)-off)
 		}
+		// Each record frame takes at least 4 bytes and 8 metered bytes.
+		if uint64(count)*4 > uint64(length) || count*8 > int(metered) {
+			return corrupt(HeaderSize+off-4, "append %d records length %d or metered size %d cannot hold %d records", i, length, metered, count)
+		}
 		end := off + int(length)
 		b.spans[2*i], b.spans[2*i+1] = off, end
-		sum := 0
-		for j := 0; j < count; j++ {
-			next, m, err := rp.parse(p[:end], off, &r)
-			if err != nil {
-				return err
-			}
-			sum += m
-			off = next
-		}
-		if off != end {
-			return corrupt(HeaderSize+off, "append %d has %d bytes after its %d records", i, end-off, count)
-		}
-		if sum != int(metered) {
-			return corrupt(HeaderSize+b.spans[2*i]-4, "append %d metered size %d, records sum to %d", i, metered, sum)
-		}
+		off = end
 		b.records += count
-		b.metered += sum
+		b.metered += int(metered)
 		if b.records > nRecords {
 			return corrupt(12, "records exceed the header's count %d", nRecords)
 		}
@@ -216,18 +211,19 @@ func (b *Batch) index(nAppends, nRecords int) error {
 }
 
 // readLen reads a 2-byte length at p[off:], with the 0xFFFF escape to 4 bytes. ok is false
-// when p is too short or an escape is not canonical.
+// when p is too short or an escape is not canonical. Small enough to inline; the escape
+// takes a call.
 func readLen(p []byte, off int) (n, next int, ok bool) {
 	if len(p)-off < 2 {
 		return 0, off, false
 	}
-	n = int(p[off])<<8 | int(p[off+1])
-	if n != lenEscape {
+	if n = int(p[off])<<8 | int(p[off+1]); n != lenEscape {
 		return n, off + 2, true
 	}
 	return readLongLen(p, off+2)
 }
 
+//go:noinline
 func readLongLen(p []byte, off int) (n, next int, ok bool) {
 	if len(p)-off < 4 {
 		return 0, off, false
@@ -244,101 +240,166 @@ type recordParser struct {
 	hdrs []Header
 }
 
+// Reasons a record frame is refused, turned into text by frameError off the hot path.
+const (
+	frameTruncated = iota
+	frameBadMagic
+	frameMeteredTruncated
+	frameMeteredNotShortest
+	frameMeteredLen
+	frameMeteredRange
+	frameTimestampTruncated
+	frameHeaderCount
+	frameHeaderCountFit
+	frameNameLen
+	frameValueLen
+	frameBody
+	frameTypeMismatch
+)
+
+// frameError builds the error for a refused frame: where (offset in the payload) and why,
+// with up to two figures.
+//
+//go:noinline
+func frameError(reason, off, a, b int) *CorruptError {
+	at := HeaderSize + off
+	switch reason {
+	case frameTruncated:
+		return corrupt(at, "record truncated")
+	case frameBadMagic:
+		return corrupt(at, "bad record magic %#x (unknown record type %d or reserved bits)", a, a&recTypeMask)
+	case frameMeteredTruncated:
+		return corrupt(at, "metered size truncated")
+	case frameMeteredNotShortest:
+		return corrupt(at, "metered size %d not in its shortest form (%d bytes)", a, b)
+	case frameMeteredLen:
+		return corrupt(at, "metered size length 4 bytes is not 1..3")
+	case frameMeteredRange:
+		return corrupt(at, "record metered size %d outside 8..%d", a, MaxAppendBytes)
+	case frameTimestampTruncated:
+		return corrupt(at, "record timestamp truncated")
+	case frameHeaderCount:
+		return corrupt(at, "record header count truncated or not canonical")
+	case frameHeaderCountFit:
+		return corrupt(at, "header count %d cannot fit", a)
+	case frameNameLen:
+		return corrupt(at, "header %d name length invalid", a)
+	case frameValueLen:
+		return corrupt(at, "header %d value length invalid", a)
+	case frameBody:
+		return corrupt(at, "record body of %d bytes exceeds the %d bytes left", a, b)
+	case frameTypeMismatch:
+		return corrupt(at, "record type %d disagrees with its headers", a)
+	}
+	return corrupt(at, "record frame refused (reason %d)", reason)
+}
+
 // parse decodes the record frame at p[off:], where p ends where the frame's append ends. It
-// fills *r, whose slices then alias p and the parser's header slice, and returns the offset
-// after the frame and the record's metered size.
+// checks the frame wholly, fills *r, whose slices then alias p and the parser's header
+// slice, and returns the offset after the frame and the record's metered size.
 func (rp *recordParser) parse(p []byte, off int, r *Record) (next, metered int, err error) {
 	start := off
-	if off >= len(p) {
-		return off, 0, corrupt(HeaderSize+off, "record truncated")
+	if off < 0 || off >= len(p) {
+		return off, 0, frameError(frameTruncated, off, 0, 0)
 	}
 	magic := p[off]
 	typ := magic & recTypeMask
 	if magic&recReserved != 0 || (typ != recTypeCommand && typ != recTypeEnvelope) {
-		return off, 0, corrupt(HeaderSize+start, "bad record magic %#x (unknown record type %d or reserved bits)", magic, typ)
+		return off, 0, frameError(frameBadMagic, start, int(magic), 0)
 	}
 	off++
 	switch magic & recVarlenMask >> recVarlenShift {
 	case 0:
 		if off >= len(p) {
-			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+			return off, 0, frameError(frameMeteredTruncated, off, 0, 0)
 		}
 		metered = int(p[off])
 		off++
 	case 1:
 		if len(p)-off < 2 {
-			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+			return off, 0, frameError(frameMeteredTruncated, off, 0, 0)
 		}
 		metered = int(p[off])<<8 | int(p[off+1])
 		off += 2
 		if metered < 1<<8 {
-			return off, 0, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (2 bytes)", metered)
+			return off, 0, frameError(frameMeteredNotShortest, start+1, metered, 2)
 		}
 	case 2:
 		if len(p)-off < 3 {
-			return off, 0, corrupt(HeaderSize+off, "metered size truncated")
+			return off, 0, frameError(frameMeteredTruncated, off, 0, 0)
 		}
 		metered = int(p[off])<<16 | int(p[off+1])<<8 | int(p[off+2])
 		off += 3
 		if metered < 1<<16 {
-			return off, 0, corrupt(HeaderSize+start+1, "metered size %d not in its shortest form (3 bytes)", metered)
+			return off, 0, frameError(frameMeteredNotShortest, start+1, metered, 3)
 		}
 	default:
-		return off, 0, corrupt(HeaderSize+start, "metered size length 4 bytes is not 1..3")
+		return off, 0, frameError(frameMeteredLen, start, 0, 0)
 	}
 	if metered > MaxAppendBytes || metered < 8 {
-		return off, 0, corrupt(HeaderSize+start+1, "record metered size %d outside 8..%d", metered, MaxAppendBytes)
+		return off, 0, frameError(frameMeteredRange, start+1, metered, 0)
 	}
-	r.HasTimestamp = magic&recHasTimestamp != 0
-	r.Timestamp = 0
-	if r.HasTimestamp {
+	hasTS := magic&recHasTimestamp != 0
+	var ts uint64
+	if hasTS {
 		if len(p)-off < 8 {
-			return off, 0, corrupt(HeaderSize+off, "record timestamp truncated")
+			return off, 0, frameError(frameTimestampTruncated, off, 0, 0)
 		}
-		r.Timestamp = binary.BigEndian.Uint64(p[off:])
+		ts = binary.BigEndian.Uint64(p[off:])
 		off += 8
 	}
-	nh, off2, ok := readLen(p, off)
-	if !ok {
-		return off, 0, corrupt(HeaderSize+off, "record header count truncated or not canonical")
+	if len(p)-off < 2 {
+		return off, 0, frameError(frameHeaderCount, off, 0, 0)
 	}
-	off = off2
+	nh := int(p[off])<<8 | int(p[off+1])
+	off += 2
+	if nh == lenEscape {
+		var ok bool
+		if nh, off, ok = readLongLen(p, off); !ok {
+			return off, 0, frameError(frameHeaderCount, off-2, 0, 0)
+		}
+	}
 	// Each header takes at least 4 bytes here and 2 metered bytes; bound before allocating.
 	if nh > (len(p)-off)/4 || 8+2*nh > metered {
-		return off, 0, corrupt(HeaderSize+off, "header count %d cannot fit", nh)
+		return off, 0, frameError(frameHeaderCountFit, off, nh, 0)
 	}
 	rest := metered - 8 - 2*nh // metered bytes left for names, values and body
 	hdrs := rp.hdrs[:0]
+	if cap(hdrs) < nh {
+		hdrs = make([]Header, 0, max(nh, 4))
+	}
+	hdrs = hdrs[:nh]
 	empty := false
-	for k := 0; k < nh; k++ {
+	for k := range hdrs {
 		nl, o, ok := readLen(p, off)
 		if !ok || nl > len(p)-o || nl > rest {
-			return off, 0, corrupt(HeaderSize+off, "header %d name length invalid", k)
+			return off, 0, frameError(frameNameLen, off, k, 0)
 		}
 		name := p[o : o+nl : o+nl]
 		off = o + nl
 		rest -= nl
 		vl, o, ok := readLen(p, off)
 		if !ok || vl > len(p)-o || vl > rest {
-			return off, 0, corrupt(HeaderSize+off, "header %d value length invalid", k)
+			return off, 0, frameError(frameValueLen, off, k, 0)
 		}
-		hdrs = append(hdrs, Header{Name: name, Value: p[o : o+vl : o+vl]})
+		hdrs[k] = Header{Name: name, Value: p[o : o+vl : o+vl]}
 		off = o + vl
 		rest -= vl
 		empty = empty || nl == 0
 	}
 	rp.hdrs = hdrs
 	if rest > len(p)-off {
-		return off, 0, corrupt(HeaderSize+off, "record body of %d bytes exceeds the %d bytes left", rest, len(p)-off)
+		return off, 0, frameError(frameBody, off, rest, len(p)-off)
 	}
-	r.Body = p[off : off+rest : off+rest]
+	body := p[off : off+rest : off+rest]
 	off += rest
-	r.Headers = nil
-	if nh > 0 {
-		r.Headers = hdrs
+	if nh == 0 {
+		hdrs = nil
 	}
+	r.Timestamp, r.HasTimestamp = ts, hasTS
+	r.Headers, r.Body = hdrs, body
 	if (typ == recTypeCommand) != empty {
-		return off, 0, corrupt(HeaderSize+start, "record type %d disagrees with its headers", typ)
+		return off, 0, frameError(frameTypeMismatch, start, int(typ), 0)
 	}
 	if typ == recTypeCommand {
 		if err := r.Validate(); err != nil {
@@ -360,25 +421,39 @@ func (b *Batch) Append(i int) AppendMeta { return b.appends[i] }
 // NumRecords returns the number of records in the batch.
 func (b *Batch) NumRecords() int { return b.records }
 
-// MeteredBytes returns the metered size of all records in the batch.
+// MeteredBytes returns the metered size of all records in the batch, as the append headers
+// declare it (the Iterator checks each append's declaration against its records).
 func (b *Batch) MeteredBytes() int { return b.metered }
 
 // PayloadSize returns the size of the uncompressed payload.
 func (b *Batch) PayloadSize() int { return len(b.payload) }
 
+// Validate checks every record frame of every append, as iterating over all of them would,
+// and returns the first *CorruptError, or nil. After a nil Validate, no Iterator over b
+// fails.
+func (b *Batch) Validate() error {
+	it := b.Iter(nil)
+	for it.Next() {
+	}
+	return it.Err()
+}
+
 // Iter returns an iterator over the batch's records, in order. If skip is not nil, appends
-// for which skip(i) is true are skipped wholly.
+// for which skip(i) is true are skipped wholly (and their records are not checked).
 func (b *Batch) Iter(skip func(appendIndex int) bool) *Iterator {
 	return &Iterator{b: b, skip: skip, ai: -1}
 }
 
-// Iterator walks a batch's records without materialising them all.
+// Iterator walks a batch's records without materialising them all, checking each record
+// frame before it returns the record, and each append's record bytes and metered size
+// before it returns the append's last record.
 type Iterator struct {
 	b         *Batch
 	skip      func(int) bool
 	ai        int // current append
 	left      int // records left in the current append
 	off, end  int
+	sum       int // metered size of the current append's records read so far
 	rec       Record
 	rp        recordParser
 	err       error
@@ -391,10 +466,6 @@ func (it *Iterator) Next() bool {
 		return false
 	}
 	for it.left == 0 {
-		if it.ai >= 0 && it.off != it.end {
-			it.err = corrupt(HeaderSize+it.off, "append %d has bytes after its records", it.ai)
-			return false
-		}
 		it.ai++
 		if it.ai >= len(it.b.appends) {
 			it.ai = len(it.b.appends)
@@ -402,23 +473,43 @@ func (it *Iterator) Next() bool {
 			return false
 		}
 		if it.skip != nil && it.skip(it.ai) {
-			it.off, it.end = 0, 0
 			continue
 		}
 		it.off, it.end = it.b.spans[2*it.ai], it.b.spans[2*it.ai+1]
 		it.left = it.b.appends[it.ai].RecordCount
 		it.recordIdx = it.b.appends[it.ai].FirstRecord - 1
+		it.sum = 0
 	}
-	next, _, err := it.rp.parse(it.b.payload[:it.end], it.off, &it.rec)
+	next, m, err := it.rp.parse(it.b.payload[:it.end], it.off, &it.rec)
 	if err != nil {
-		it.err = err
-		it.rec = Record{}
-		return false
+		return it.fail(err)
 	}
 	it.off = next
+	it.sum += m
 	it.left--
 	it.recordIdx++
+	if it.left == 0 && (it.off != it.end || it.sum != it.b.appends[it.ai].MeteredBytes) {
+		return it.appendEnd()
+	}
 	return true
+}
+
+// appendEnd fails the iterator at the end of an append whose records do not fill its
+// records length or do not sum to its metered size.
+//
+//go:noinline
+func (it *Iterator) appendEnd() bool {
+	if it.off != it.end {
+		return it.fail(corrupt(HeaderSize+it.off, "append %d has %d bytes after its %d records", it.ai, it.end-it.off, it.b.appends[it.ai].RecordCount))
+	}
+	return it.fail(corrupt(HeaderSize+it.b.spans[2*it.ai]-4, "append %d metered size %d, records sum to %d", it.ai, it.b.appends[it.ai].MeteredBytes, it.sum))
+}
+
+//go:noinline
+func (it *Iterator) fail(err error) bool {
+	it.err = err
+	it.rec = Record{}
+	return false
 }
 
 // Record returns the current record. It is valid until the next call of Next; its byte

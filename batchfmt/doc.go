@@ -7,10 +7,14 @@
 //
 // An Encoder turns appends into one object; Decode checks an object and gives a Batch, whose
 // Iterator walks the records in order without materialising them, skipping appends on
-// request (the ones the committer rejected). Decode never panics on any input: every
-// length is checked against the bytes that remain before it is used, and every failure is a
-// *CorruptError matching ErrCorrupt, a class distinct from ErrInvalid (bad input from a
-// client). Nothing is skipped silently.
+// request (the ones the committer rejected). Decode checks the object's header, its CRC32C
+// and every append header; the Iterator checks each record frame as it reads it, in the same
+// pass that returns it, and each append's totals before returning its last record, so
+// nothing unchecked is ever returned (Batch.Validate checks all records at once for a caller
+// that wants all or nothing). Neither panics on any input: every length is checked against
+// the bytes that remain before it is used, and every failure is a *CorruptError matching
+// ErrCorrupt, a class distinct from ErrInvalid (bad input from a client). Nothing is skipped
+// silently.
 //
 // # Object layout (format version 1; all integers big-endian)
 //
@@ -87,7 +91,9 @@
 // Decode checks the length, magic, version, compression, reserved bytes, stored size and the
 // declared payload size (bounded by MaxObjectBytes), then the CRC32C of all stored bytes,
 // and only then decompresses (into a buffer of exactly the declared size: a zstd frame that
-// inflates beyond it fails) and walks the appends and records.
+// inflates beyond it fails) and walks the append headers. The Iterator then checks record
+// frames as it returns them: since the CRC32C has passed, only an object written wrongly can
+// fail there, and it fails before the bad record is returned.
 //
 // # Encoding and decoding
 //

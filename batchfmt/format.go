@@ -122,6 +122,7 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error        { return e.Err }
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
+//go:noinline
 func corrupt(off int, format string, args ...any) *CorruptError {
 	return &CorruptError{Offset: off, Reason: fmt.Sprintf(format, args...)}
 }

@@ -325,9 +325,16 @@ func TestCorruptionReasons(t *testing.T) {
 	}
 	for _, tc := range cases {
 		o := reseal(tc.edit(bytes.Clone(base)))
-		_, err := Decode(o)
+		_, err := decodeChecked(o)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+		// Whether Decode or the Iterator finds it, no record of the broken append is returned.
+		if b, err := Decode(o); err == nil {
+			it := b.Iter(nil)
+			if it.Next() || !errors.Is(it.Err(), ErrCorrupt) || it.Err().Error() != b.Validate().Error() {
+				t.Errorf("%s: Decode passed; the iterator returned a record or a different error: %v", tc.name, it.Err())
+			}
 		}
 	}
 	// Non-canonical metered size (2 bytes for a value under 256).
@@ -338,14 +345,14 @@ func TestCorruptionReasons(t *testing.T) {
 	binary.BigEndian.PutUint32(o[16:], binary.BigEndian.Uint32(o[16:])+1)
 	binary.BigEndian.PutUint32(o[20:], binary.BigEndian.Uint32(o[20:])+1)
 	binary.BigEndian.PutUint32(o[HeaderSize+7:], binary.BigEndian.Uint32(o[HeaderSize+7:])+1)
-	if _, err := Decode(reseal(o)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "shortest form") {
+	if _, err := decodeChecked(reseal(o)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "shortest form") {
 		t.Errorf("non-canonical metered size: %v", err)
 	}
 	// A command record with a bad payload behind a valid CRC.
 	cmd := wrapPayload(append([]byte{0, 0, 1, 0, 0, 0, 21, 0, 0, 0, 19,
 		recTypeCommand, 21, 0, 1, 0, 0, 0, 4, 't', 'r', 'i', 'm'}, make([]byte, 7)...), 1, 1)
 	var ce *CorruptError
-	if _, err := Decode(cmd); !errors.As(err, &ce) || !strings.Contains(err.Error(), "trim payload must be exactly 8 bytes, found 7") {
+	if _, err := decodeChecked(cmd); !errors.As(err, &ce) || !strings.Contains(err.Error(), "trim payload must be exactly 8 bytes, found 7") {
 		t.Errorf("bad trim payload: %v", err)
 	}
 }
@@ -378,8 +385,7 @@ func TestZstdBounds(t *testing.T) {
 }
 
 func TestIteratorReportsCorruption(t *testing.T) {
-	// Decode validates everything, so iteration of a decoded batch never fails; an iterator
-	// over a batch whose buffer changed afterwards must report, not panic.
+	// An iterator over a batch whose buffer changed after Decode must report, not panic.
 	obj := smallObject(t, CompressionNone)
 	b, err := Decode(obj)
 	if err != nil {
@@ -421,11 +427,33 @@ func FuzzDecodePayload(f *testing.F) {
 	})
 }
 
-// checkDecodes: Decode must not panic; an error must be a *CorruptError; a success must
-// iterate cleanly and, for an uncompressed object, re-encode to the same bytes (the encoding
-// is canonical).
+// decodeChecked is Decode followed by Validate: every check the format has.
+func decodeChecked(data []byte) (*Batch, error) {
+	b, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkDecodes: Decode must not panic; an error must be a *CorruptError; Validate and a full
+// iteration must agree; a valid batch must iterate cleanly and, for an uncompressed object,
+// re-encode to the same bytes (the encoding is canonical).
 func checkDecodes(t *testing.T, data []byte) {
 	b, err := Decode(data)
+	if err == nil {
+		verr := b.Validate()
+		it := b.Iter(nil)
+		for it.Next() {
+		}
+		if (verr == nil) != (it.Err() == nil) || (verr != nil && verr.Error() != it.Err().Error()) {
+			t.Fatalf("Validate says %v, iteration says %v", verr, it.Err())
+		}
+		err = verr
+	}
 	if err != nil {
 		var ce *CorruptError
 		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {

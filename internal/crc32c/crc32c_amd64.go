@@ -12,3 +12,21 @@ var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VP
 //
 //go:noescape
 func updateVector(crc uint32, p []byte) uint32
+
+// foldBlocks folds each 64-byte block of p into the 512-bit state acc. len(p) must be a
+// multiple of 64.
+//
+//go:noescape
+func foldBlocks(acc *[64]byte, p []byte)
+
+// copyFoldBlocks copies src to dst and folds each 64-byte block into acc, in one pass.
+// len(src) must be a multiple of 64 and len(dst) at least len(src).
+//
+//go:noescape
+func copyFoldBlocks(acc *[64]byte, dst, src []byte)
+
+// reduceBlock reduces the 512-bit state to the 32-bit running value (inverted, as
+// updateVector's).
+//
+//go:noescape
+func reduceBlock(acc *[64]byte) uint32

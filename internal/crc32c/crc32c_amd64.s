@@ -45,6 +45,44 @@ DATA barrett<>+0(SB)/8, $0x105ec76f1
 DATA barrett<>+8(SB)/8, $0xdea713f1
 GLOBL barrett<>(SB), RODATA|NOPTR, $16
 
+// REDUCE folds the four 128-bit lanes of Z4 into one, then reduces it to the 32-bit running
+// value in AX (Intel's paper, steps 2 and 3). It clobbers X0-X6 and clears the upper state.
+#define REDUCE \
+	VEXTRACTI32X4 $1, Z4, X2; \
+	VEXTRACTI32X4 $2, Z4, X3; \
+	VEXTRACTI32X4 $3, Z4, X6; \
+	VMOVDQA       X4, X1; \
+	VMOVDQU       k128<>(SB), X0; \
+	VPCLMULQDQ    $0x11, X0, X1, X5; \
+	VPCLMULQDQ    $0x00, X0, X1, X1; \
+	VPTERNLOGD    $0x96, X5, X2, X1; \
+	VPCLMULQDQ    $0x11, X0, X1, X5; \
+	VPCLMULQDQ    $0x00, X0, X1, X1; \
+	VPTERNLOGD    $0x96, X5, X3, X1; \
+	VPCLMULQDQ    $0x11, X0, X1, X5; \
+	VPCLMULQDQ    $0x00, X0, X1, X1; \
+	VPTERNLOGD    $0x96, X5, X6, X1; \
+	VZEROUPPER; \
+	PCMPEQB   X3, X3; \
+	PCLMULQDQ $1, X1, X0; \
+	PSRLDQ    $8, X1; \
+	PXOR      X0, X1; \
+	MOVOA X1, X2; \
+	MOVQ  k64<>+0(SB), X0; \
+	PSRLQ $32, X3; \
+	PSRLDQ    $4, X2; \
+	PAND      X3, X1; \
+	PCLMULQDQ $0, X0, X1; \
+	PXOR      X2, X1; \
+	MOVOU barrett<>+0(SB), X0; \
+	MOVOA     X1, X2; \
+	PAND      X3, X1; \
+	PCLMULQDQ $0x10, X0, X1; \
+	PAND      X3, X1; \
+	PCLMULQDQ $0, X0, X1; \
+	PXOR      X2, X1; \
+	PEXTRD $1, X1, AX;
+
 // func updateVector(crc uint32, p []byte) uint32
 // len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
 TEXT ·updateVector(SB), NOSPLIT, $0-36
@@ -113,47 +151,87 @@ loop64:
 	JAE        loop64
 
 lanes:
-	// Fold the four 128-bit lanes of Z4 into X1.
-	VEXTRACTI32X4 $1, Z4, X2
-	VEXTRACTI32X4 $2, Z4, X3
-	VEXTRACTI32X4 $3, Z4, X6
-	VMOVDQA       X4, X1
-	VMOVDQU       k128<>(SB), X0
-	VPCLMULQDQ    $0x11, X0, X1, X5
-	VPCLMULQDQ    $0x00, X0, X1, X1
-	VPTERNLOGD    $0x96, X5, X2, X1
-	VPCLMULQDQ    $0x11, X0, X1, X5
-	VPCLMULQDQ    $0x00, X0, X1, X1
-	VPTERNLOGD    $0x96, X5, X3, X1
-	VPCLMULQDQ    $0x11, X0, X1, X5
-	VPCLMULQDQ    $0x00, X0, X1, X1
-	VPTERNLOGD    $0x96, X5, X6, X1
+	REDUCE
+	MOVL AX, ret+32(FP)
+	RET
+
+// func foldBlocks(acc *[64]byte, p []byte)
+// len(p) % 64 == 0. acc holds 512 bits of unreduced state; each 64-byte block of p is
+// folded in: acc = acc * x^512 + block.
+TEXT ·foldBlocks(SB), NOSPLIT, $0-32
+	MOVQ      acc+0(FP), DI
+	MOVQ      p_base+8(FP), SI
+	MOVQ      p_len+16(FP), CX
+	VMOVDQU64 (DI), Z1
+	VMOVDQU64 k512<>(SB), Z0
+	CMPQ      CX, $64
+	JB        foldDone
+
+foldLoop:
+	VMOVDQU64  (SI), Z11
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z11, Z5, Z1
+	ADDQ       $64, SI
+	SUBQ       $64, CX
+	CMPQ       CX, $64
+	JAE        foldLoop
+
+foldDone:
+	VMOVDQU64 Z1, (DI)
 	VZEROUPPER
+	RET
 
-	// Reduce 128 bits to 64, then Barrett-reduce to 32.
-	PCMPEQB   X3, X3
-	PCLMULQDQ $1, X1, X0 // X0 = (x^96 mod P) * low qword of X1
-	PSRLDQ    $8, X1
-	PXOR      X0, X1
+// func copyFoldBlocks(acc *[64]byte, dst, src []byte)
+// len(src) % 64 == 0 and len(dst) >= len(src). Copies src to dst and folds each block in, in
+// one pass: the block is loaded once, stored, and folded from the register.
+TEXT ·copyFoldBlocks(SB), NOSPLIT, $0-56
+	MOVQ      acc+0(FP), DI
+	MOVQ      dst_base+8(FP), DX
+	MOVQ      src_base+32(FP), SI
+	MOVQ      src_len+40(FP), CX
+	VMOVDQU64 (DI), Z1
+	VMOVDQU64 k512<>(SB), Z0
+	CMPQ      CX, $128
+	JB        copyOne
 
-	MOVOA X1, X2
-	MOVQ  k64<>+0(SB), X0
-	PSRLQ $32, X3 // a 32-bit mask in each qword
+copyLoop:
+	// Two blocks per step: the loads and stores of the second overlap the first's fold.
+	VMOVDQU64  (SI), Z11
+	VMOVDQU64  64(SI), Z12
+	VMOVDQU64  Z11, (DX)
+	VMOVDQU64  Z12, 64(DX)
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z11, Z5, Z1
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z12, Z5, Z1
+	ADDQ       $128, SI
+	ADDQ       $128, DX
+	SUBQ       $128, CX
+	CMPQ       CX, $128
+	JAE        copyLoop
 
-	PSRLDQ    $4, X2
-	PAND      X3, X1
-	PCLMULQDQ $0, X0, X1
-	PXOR      X2, X1
+copyOne:
+	CMPQ       CX, $64
+	JB         copyDone
+	VMOVDQU64  (SI), Z11
+	VMOVDQU64  Z11, (DX)
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z11, Z5, Z1
 
-	MOVOU barrett<>+0(SB), X0
+copyDone:
+	VMOVDQU64 Z1, (DI)
+	VZEROUPPER
+	RET
 
-	MOVOA     X1, X2
-	PAND      X3, X1
-	PCLMULQDQ $0x10, X0, X1
-	PAND      X3, X1
-	PCLMULQDQ $0, X0, X1
-	PXOR      X2, X1
-
-	PEXTRD $1, X1, AX
-	MOVL   AX, ret+32(FP)
+// func reduceBlock(acc *[64]byte) uint32
+// Reduces the 512-bit state to the 32-bit running value.
+TEXT ·reduceBlock(SB), NOSPLIT, $0-12
+	MOVQ      acc+0(FP), DI
+	VMOVDQU64 (DI), Z4
+	REDUCE
+	MOVL      AX, ret+8(FP)
 	RET
