@@ -20,6 +20,13 @@ type Encoder struct {
 	records int
 	metered int
 	err     error
+
+	// Uncompressed objects are checksummed while they are built: the payload's CRC32C is
+	// folded in 256-byte blocks, record bodies copied and folded in one pass, and Finish
+	// only folds the rest and combines the result with the header's CRC32C. folded is the
+	// object offset up to which the payload has been folded.
+	fold   crc32c.Folder
+	folded int
 }
 
 // NewEncoder returns an empty encoder that writes objects with compression c. An unknown c
@@ -38,6 +45,8 @@ func (e *Encoder) Reset() {
 	e.buf = e.buf[:HeaderSize]
 	e.out = e.out[:0]
 	e.appends, e.records, e.metered = 0, 0, 0
+	e.fold.Reset()
+	e.folded = HeaderSize
 	e.err = nil
 	if !e.c.Valid() {
 		e.err = fmt.Errorf("batchfmt: encoder: %w %d", ErrUnknownCompression, uint8(e.c))
@@ -99,10 +108,32 @@ func (e *Encoder) add(in *AppendInput) error {
 		}
 		flags |= appHasFencingToken
 	}
+	// Sizes first: the append header is final before any byte after it is written (and
+	// checksummed), and nothing is written for an append that is refused.
+	metered, wire := 0, 0
+	for i := range in.Records {
+		r := &in.Records[i]
+		m, w, cmd := recordSize(r)
+		if cmd {
+			if err := r.Validate(); err != nil {
+				return &AppendError{Reason: ReasonInvalidRecord, Index: i, Detail: err.Error(), Err: err}
+			}
+		}
+		metered += m
+		wire += w
+		if metered > MaxAppendBytes {
+			return in.Validate() // reports the byte rule with the full total
+		}
+	}
 	b := e.buf
+	if len(b)-HeaderSize+appendHeaderSize+8+1+MaxFencingTokenLen+wire > MaxObjectBytes {
+		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
+	}
 	hdr := len(b)
 	b = append(b, flags, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint16(b[hdr+1:], uint16(n))
+	binary.BigEndian.PutUint32(b[hdr+3:], uint32(metered))
+	binary.BigEndian.PutUint32(b[hdr+7:], uint32(wire))
 	if in.MatchSeqNum != nil {
 		b = binary.BigEndian.AppendUint64(b, *in.MatchSeqNum)
 	}
@@ -111,64 +142,67 @@ func (e *Encoder) add(in *AppendInput) error {
 		b = append(b, *in.FencingToken...)
 	}
 	recStart := len(b)
-	metered := 0
+	b = slices.Grow(b, wire)
 	for i := range in.Records {
-		r := &in.Records[i]
-		var m int
-		var cmd bool
-		b, m, cmd = appendRecord(b, r)
-		if cmd {
-			if err := r.Validate(); err != nil {
-				return &AppendError{Reason: ReasonInvalidRecord, Index: i, Detail: err.Error(), Err: err}
-			}
-		}
-		metered += m
-		if metered > MaxAppendBytes {
-			e.buf = b
-			return in.Validate() // reports the byte rule with the full total
-		}
+		b = e.appendRecord(b, &in.Records[i])
 	}
-	if len(b)-HeaderSize > MaxObjectBytes {
-		e.buf = b
-		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
+	if len(b)-recStart != wire {
+		// Only a record changed by another goroutine during Add gets here.
+		return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, len(b)-recStart, wire)
 	}
-	binary.BigEndian.PutUint32(b[hdr+3:], uint32(metered))
-	binary.BigEndian.PutUint32(b[hdr+7:], uint32(len(b)-recStart))
 	e.buf = b
 	e.metered += metered
 	return nil
 }
 
-// appendRecord writes r's frame to b and returns its metered size, and whether r is shaped
-// as a command record (it then still needs Validate). r's metered size must fit in 3 bytes,
-// which the 1 MiB append limit checked by the caller guarantees for a valid append; a larger
-// record is caught by the caller before the object is finished.
-func appendRecord(b []byte, r *Record) ([]byte, int, bool) {
-	cmd := false
-	metered := 8 + 2*len(r.Headers) + len(r.Body)
-	wire := lenSize(len(r.Headers)) + len(r.Body)
+// recordSize returns r's metered size, the size of its frame, and whether r is shaped as a
+// command record (it then still needs Validate). A metered size beyond the 3-byte field
+// (impossible in a valid append, which the caller checks) is sized as if it fitted.
+func recordSize(r *Record) (metered, wire int, cmd bool) {
+	metered = 8 + 2*len(r.Headers) + len(r.Body)
+	wire = lenSize(len(r.Headers)) + len(r.Body)
 	for i := range r.Headers {
 		h := &r.Headers[i]
 		metered += len(h.Name) + len(h.Value)
 		wire += lenSize(len(h.Name)) + len(h.Name) + lenSize(len(h.Value)) + len(h.Value)
-		if len(h.Name) == 0 {
-			cmd = true
-		}
+		cmd = cmd || len(h.Name) == 0
+	}
+	wire += 1 + varlenSize(metered)
+	if r.HasTimestamp {
+		wire += 8
+	}
+	return metered, wire, cmd
+}
+
+// varlenSize is the size of the metered-size field for m: 1, 2 or 3 bytes.
+func varlenSize(m int) int {
+	switch {
+	case m < 1<<8:
+		return 1
+	case m < 1<<16:
+		return 2
+	}
+	return 3
+}
+
+// appendRecord writes r's frame to b. Its metered size must fit in 3 bytes, which the
+// caller's check of the append's size guarantees.
+func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
+	metered := 8 + 2*len(r.Headers) + len(r.Body)
+	wire := lenSize(len(r.Headers)) + len(r.Body)
+	cmd := false
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		metered += len(h.Name) + len(h.Value)
+		wire += lenSize(len(h.Name)) + len(h.Name) + lenSize(len(h.Value)) + len(h.Value)
+		cmd = cmd || len(h.Name) == 0
 	}
 	magic := byte(recTypeEnvelope)
 	if cmd {
 		magic = recTypeCommand
 	}
-	m := min(metered, 1<<24-1) // larger is unreachable for a valid append; the caller rejects it
-	var varlen int
-	switch {
-	case m < 1<<8:
-		varlen = 1
-	case m < 1<<16:
-		varlen = 2
-	default:
-		varlen = 3
-	}
+	m := min(metered, 1<<24-1)
+	varlen := varlenSize(m)
 	magic |= byte(varlen-1) << recVarlenShift
 	wire += 1 + varlen
 	if r.HasTimestamp {
@@ -200,8 +234,26 @@ func appendRecord(b []byte, r *Record) ([]byte, int, bool) {
 		o = putLen(w, o, len(h.Value))
 		o += copy(w[o:], h.Value)
 	}
-	copy(w[o:], r.Body)
-	return b, metered, cmd
+	e.copyBody(b, n+o, r.Body)
+	return b
+}
+
+// copyBody copies body to b[pos:]. For an uncompressed object, the blocks of the payload up
+// to the body's first block boundary are folded into the checksum (they are all written by
+// now), and the whole blocks of the body are copied and folded in one pass.
+func (e *Encoder) copyBody(b []byte, pos int, body []byte) {
+	const bs = crc32c.BlockSize
+	if e.c != CompressionNone || len(body) < 2*bs {
+		copy(b[pos:], body)
+		return
+	}
+	a := pos + (e.folded-pos)&(bs-1) // the first block boundary at or after pos
+	head := a - pos
+	copy(b[pos:a], body[:head])
+	e.fold.Blocks(b[e.folded:a])
+	n := e.fold.CopyBlocks(b[a:], body[head:])
+	copy(b[a+n:], body[head+n:])
+	e.folded = a + n
 }
 
 // lenSize is the size of a length field for n: 2 bytes, or 6 with the escape.
@@ -254,7 +306,19 @@ func (e *Encoder) Finish() ([]byte, error) {
 	binary.BigEndian.PutUint32(h[12:], uint32(e.records))
 	binary.BigEndian.PutUint32(h[16:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(h[20:], uint32(len(obj)-HeaderSize))
-	obj = binary.BigEndian.AppendUint32(obj, crc32c.Checksum(obj))
+	var sum uint32
+	if e.c == CompressionNone {
+		// The payload was folded while it was written; fold the rest and put the header's
+		// checksum in front.
+		rest := obj[e.folded:]
+		whole := len(rest) &^ (crc32c.BlockSize - 1)
+		e.fold.Blocks(rest[:whole])
+		e.folded += whole
+		sum = crc32c.Combine(crc32c.Checksum(h), e.fold.Sum(rest[whole:]), len(payload))
+	} else {
+		sum = crc32c.Checksum(obj)
+	}
+	obj = binary.BigEndian.AppendUint32(obj, sum)
 	if e.c == CompressionNone {
 		e.buf = obj[:len(obj)-TrailerSize] // keep the buffer if append grew it
 	} else {

@@ -8,25 +8,25 @@ var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VP
 
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value. len(p) must be at least
-// 256 and a multiple of 64.
+// 256 and a multiple of 256.
 //
 //go:noescape
 func updateVector(crc uint32, p []byte) uint32
 
-// foldBlocks folds each 64-byte block of p into the 512-bit state acc. len(p) must be a
-// multiple of 64.
+// foldBlocks folds each 256-byte block of p into the four 512-bit accumulators acc. len(p) must be a
+// multiple of 256.
 //
 //go:noescape
-func foldBlocks(acc *[64]byte, p []byte)
+func foldBlocks(acc *[256]byte, p []byte)
 
-// copyFoldBlocks copies src to dst and folds each 64-byte block into acc, in one pass.
-// len(src) must be a multiple of 64 and len(dst) at least len(src).
+// copyFoldBlocks copies src to dst and folds each 256-byte block into acc, in one pass.
+// len(src) must be a multiple of 256 and len(dst) at least len(src).
 //
 //go:noescape
-func copyFoldBlocks(acc *[64]byte, dst, src []byte)
+func copyFoldBlocks(acc *[256]byte, dst, src []byte)
 
-// reduceBlock reduces the 512-bit state to the 32-bit running value (inverted, as
+// reduceBlock reduces the four 512-bit accumulators to the 32-bit running value (inverted, as
 // updateVector's).
 //
 //go:noescape
-func reduceBlock(acc *[64]byte) uint32
+func reduceBlock(acc *[256]byte) uint32

@@ -155,83 +155,112 @@ lanes:
 	MOVL AX, ret+32(FP)
 	RET
 
-// func foldBlocks(acc *[64]byte, p []byte)
-// len(p) % 64 == 0. acc holds 512 bits of unreduced state; each 64-byte block of p is
-// folded in: acc = acc * x^512 + block.
+// LOADACC and STOREACC move the four 512-bit accumulators Z1-Z4 from and to the state at DI.
+#define LOADACC \
+	VMOVDQU64 (DI), Z1; \
+	VMOVDQU64 64(DI), Z2; \
+	VMOVDQU64 128(DI), Z3; \
+	VMOVDQU64 192(DI), Z4
+
+#define STOREACC \
+	VMOVDQU64 Z1, (DI); \
+	VMOVDQU64 Z2, 64(DI); \
+	VMOVDQU64 Z3, 128(DI); \
+	VMOVDQU64 Z4, 192(DI)
+
+// FOLD4 folds the 256 bytes in Z11-Z14 into Z1-Z4 (constant in Z0).
+#define FOLD4 \
+	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
+	VPCLMULQDQ $0x11, Z0, Z2, Z6; \
+	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
+	VPCLMULQDQ $0x11, Z0, Z3, Z7; \
+	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
+	VPCLMULQDQ $0x11, Z0, Z4, Z8; \
+	VPCLMULQDQ $0x00, Z0, Z4, Z4; \
+	VPTERNLOGD $0x96, Z11, Z5, Z1; \
+	VPTERNLOGD $0x96, Z12, Z6, Z2; \
+	VPTERNLOGD $0x96, Z13, Z7, Z3; \
+	VPTERNLOGD $0x96, Z14, Z8, Z4
+
+// func foldBlocks(acc *[256]byte, p []byte)
+// len(p) % 256 == 0. acc holds four unreduced 512-bit accumulators; each 256-byte block of
+// p is folded in, 64 bytes into each.
 TEXT ·foldBlocks(SB), NOSPLIT, $0-32
 	MOVQ      acc+0(FP), DI
 	MOVQ      p_base+8(FP), SI
 	MOVQ      p_len+16(FP), CX
-	VMOVDQU64 (DI), Z1
-	VMOVDQU64 k512<>(SB), Z0
-	CMPQ      CX, $64
+	LOADACC
+	VMOVDQU64 k2048<>(SB), Z0
+	CMPQ      CX, $256
 	JB        foldDone
 
 foldLoop:
-	VMOVDQU64  (SI), Z11
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z11, Z5, Z1
-	ADDQ       $64, SI
-	SUBQ       $64, CX
-	CMPQ       CX, $64
-	JAE        foldLoop
+	VMOVDQU64 (SI), Z11
+	VMOVDQU64 64(SI), Z12
+	VMOVDQU64 128(SI), Z13
+	VMOVDQU64 192(SI), Z14
+	FOLD4
+	ADDQ      $256, SI
+	SUBQ      $256, CX
+	CMPQ      CX, $256
+	JAE       foldLoop
 
 foldDone:
-	VMOVDQU64 Z1, (DI)
+	STOREACC
 	VZEROUPPER
 	RET
 
-// func copyFoldBlocks(acc *[64]byte, dst, src []byte)
-// len(src) % 64 == 0 and len(dst) >= len(src). Copies src to dst and folds each block in, in
-// one pass: the block is loaded once, stored, and folded from the register.
+// func copyFoldBlocks(acc *[256]byte, dst, src []byte)
+// len(src) % 256 == 0 and len(dst) >= len(src). Copies src to dst and folds each block in,
+// in one pass: each block is loaded once, stored, and folded from the registers.
 TEXT ·copyFoldBlocks(SB), NOSPLIT, $0-56
 	MOVQ      acc+0(FP), DI
 	MOVQ      dst_base+8(FP), DX
 	MOVQ      src_base+32(FP), SI
 	MOVQ      src_len+40(FP), CX
-	VMOVDQU64 (DI), Z1
-	VMOVDQU64 k512<>(SB), Z0
-	CMPQ      CX, $128
-	JB        copyOne
+	LOADACC
+	VMOVDQU64 k2048<>(SB), Z0
+	CMPQ      CX, $256
+	JB        copyDone
 
 copyLoop:
-	// Two blocks per step: the loads and stores of the second overlap the first's fold.
-	VMOVDQU64  (SI), Z11
-	VMOVDQU64  64(SI), Z12
-	VMOVDQU64  Z11, (DX)
-	VMOVDQU64  Z12, 64(DX)
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z11, Z5, Z1
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z12, Z5, Z1
-	ADDQ       $128, SI
-	ADDQ       $128, DX
-	SUBQ       $128, CX
-	CMPQ       CX, $128
-	JAE        copyLoop
-
-copyOne:
-	CMPQ       CX, $64
-	JB         copyDone
-	VMOVDQU64  (SI), Z11
-	VMOVDQU64  Z11, (DX)
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z11, Z5, Z1
+	VMOVDQU64 (SI), Z11
+	VMOVDQU64 64(SI), Z12
+	VMOVDQU64 128(SI), Z13
+	VMOVDQU64 192(SI), Z14
+	VMOVDQU64 Z11, (DX)
+	VMOVDQU64 Z12, 64(DX)
+	VMOVDQU64 Z13, 128(DX)
+	VMOVDQU64 Z14, 192(DX)
+	FOLD4
+	ADDQ      $256, SI
+	ADDQ      $256, DX
+	SUBQ      $256, CX
+	CMPQ      CX, $256
+	JAE       copyLoop
 
 copyDone:
-	VMOVDQU64 Z1, (DI)
+	STOREACC
 	VZEROUPPER
 	RET
 
-// func reduceBlock(acc *[64]byte) uint32
-// Reduces the 512-bit state to the 32-bit running value.
+// func reduceBlock(acc *[256]byte) uint32
+// Folds the four accumulators into one, 512 bits into the next, and reduces it to the
+// 32-bit running value.
 TEXT ·reduceBlock(SB), NOSPLIT, $0-12
-	MOVQ      acc+0(FP), DI
-	VMOVDQU64 (DI), Z4
+	MOVQ       acc+0(FP), DI
+	LOADACC
+	VMOVDQU64  k512<>(SB), Z0
+	VPCLMULQDQ $0x11, Z0, Z1, Z5
+	VPCLMULQDQ $0x00, Z0, Z1, Z1
+	VPTERNLOGD $0x96, Z5, Z1, Z2
+	VPCLMULQDQ $0x11, Z0, Z2, Z5
+	VPCLMULQDQ $0x00, Z0, Z2, Z2
+	VPTERNLOGD $0x96, Z5, Z2, Z3
+	VPCLMULQDQ $0x11, Z0, Z3, Z5
+	VPCLMULQDQ $0x00, Z0, Z3, Z3
+	VPTERNLOGD $0x96, Z5, Z3, Z4
 	REDUCE
-	MOVL      AX, ret+8(FP)
+	MOVL       AX, ret+8(FP)
 	RET

@@ -6,18 +6,18 @@ import (
 )
 
 // BlockSize is the unit in which a Folder takes bytes.
-const BlockSize = 64
+const BlockSize = 256
 
-// Folder computes the CRC-32C of bytes handed to it in order, in whole 64-byte blocks, and
+// Folder computes the CRC-32C of bytes handed to it in order, in whole 256-byte blocks, and
 // can copy the blocks on the way: CopyBlocks loads each block once, stores it and folds it,
 // so that a copy and its checksum cost about what the copy alone does. Sum adds a last,
 // partial piece and returns the checksum of everything.
 //
 // The zero value is an empty stream. A Folder is not safe for concurrent use.
 type Folder struct {
-	acc [64]byte // vector kernel: the unreduced 512-bit state
-	n   int      // bytes folded so far
-	crc uint32   // without the vector kernel: the checksum so far
+	acc [256]byte // vector kernel: four unreduced 512-bit accumulators
+	n   int       // bytes folded so far
+	crc uint32    // without the vector kernel: the checksum so far
 }
 
 // Reset empties the stream.
@@ -30,7 +30,7 @@ func (f *Folder) Len() int { return f.n }
 // a programming error, not bad input).
 func (f *Folder) Blocks(p []byte) {
 	if len(p)%BlockSize != 0 {
-		panic("crc32c: Folder.Blocks: length is not a multiple of 64")
+		panic("crc32c: Folder.Blocks: length is not a multiple of 256")
 	}
 	if len(p) == 0 {
 		return
