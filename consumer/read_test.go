@@ -2,8 +2,10 @@ package consumer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -341,6 +343,31 @@ func TestCorruptAndMissingObjects(t *testing.T) {
 		if _, err := r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(victim.FirstSeq)}); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("truncated object: %v", err)
 		}
+		// An object written wrongly: its CRC32C is valid, its first record frame is not. The
+		// read stops there with the same error, having returned nothing of that object.
+		wrong := append([]byte(nil), data...)
+		if victim.IsRejected(0) {
+			t.Fatalf("the fixture's entry 2 starts with a rejected append")
+		}
+		at := batchfmt.HeaderSize + 11 // flags, count, metered, length
+		flags := wrong[batchfmt.HeaderSize]
+		if flags&1 != 0 {
+			at += 8 // match_seq_num
+		}
+		if flags&2 != 0 {
+			at += 1 + int(wrong[at]) // fencing token
+		}
+		wrong[at] = 0x07 // record type 7 does not exist
+		binary.BigEndian.PutUint32(wrong[len(wrong)-4:], crc32.Checksum(wrong[:len(wrong)-4], crc32.MakeTable(crc32.Castagnoli)))
+		if _, err := objectstore.PutBytes(ctx, store, victim.Key, wrong, objectstore.Unconditional()); err != nil {
+			t.Fatal(err)
+		}
+		got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(0)})
+		if !errors.As(err, &oe) || !errors.Is(err, ErrCorrupt) || !errors.Is(err, batchfmt.ErrCorrupt) || oe.Key != victim.Key {
+			t.Fatalf("object with a bad record behind a valid CRC: %v", err)
+		}
+		check(t, "before the bad record", got, f.want[:victim.FirstSeq])
+
 		// Reads that do not touch it are unaffected.
 		got, err = r.ReadAll(ctx, ReadRequest{Start: AtSeqNum(victim.EndSeq())})
 		if err != nil {
