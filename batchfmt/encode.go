@@ -238,13 +238,19 @@ func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
 	return b
 }
 
-// copyBody copies body to b[pos:]. For an uncompressed object, the blocks of the payload up
-// to the body's first block boundary are folded into the checksum (they are all written by
-// now), and the whole blocks of the body are copied and folded in one pass.
+// fuseMin is the shortest body copied and folded in one pass. Below it, the two calls per
+// body into the fold kernels cost more than they save (measured with BenchmarkEncode: 1 KiB
+// bodies about 6% slower fused, 64 KiB bodies 40% faster).
+const fuseMin = 4 << 10
+
+// copyBody copies body to b[pos:]. For an uncompressed object and a body of at least
+// fuseMin bytes, the blocks of the payload up to the body's first block boundary are folded
+// into the checksum (they are all written by now), and the whole blocks of the body are
+// copied and folded in one pass.
 func (e *Encoder) copyBody(b []byte, pos int, body []byte) {
 	const bs = crc32c.BlockSize
-	if e.c != CompressionNone || len(body) < 2*bs {
-		copy(b[pos:], body)
+	if e.c != CompressionNone || len(body) < fuseMin {
+		copy(b[pos:], body) // folded later, with its neighbours, in one long call
 		return
 	}
 	a := pos + (e.folded-pos)&(bs-1) // the first block boundary at or after pos

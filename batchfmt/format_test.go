@@ -562,10 +562,13 @@ func TestEncoderChecksumWhileWriting(t *testing.T) {
 		var ins []AppendInput
 		for a := 0; a < 1+r.IntN(6); a++ {
 			var in AppendInput
-			for k := 0; k < 1+r.IntN(40); k++ {
-				size := r.IntN(3000)
-				if r.IntN(4) == 0 {
-					size = 256*(1+r.IntN(8)) + r.IntN(3) - 1 // at and next to block multiples
+			for k := 0; k < 1+r.IntN(25); k++ {
+				size := r.IntN(3000) // copied plainly, folded later
+				switch r.IntN(4) {
+				case 0: // copied and folded in one pass
+					size = fuseMin + r.IntN(3*fuseMin)
+				case 1: // at and next to the shortest fused body and to block multiples
+					size = fuseMin + 256*r.IntN(4) + r.IntN(3) - 1
 				}
 				body := make([]byte, size)
 				for i := range body {
