@@ -83,78 +83,6 @@ GLOBL barrett<>(SB), RODATA|NOPTR, $16
 	PXOR      X2, X1; \
 	PEXTRD $1, X1, AX;
 
-// func updateVector(crc uint32, p []byte) uint32
-// len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
-TEXT ·updateVector(SB), NOSPLIT, $0-36
-	MOVL crc+0(FP), AX
-	MOVQ p_base+8(FP), SI
-	MOVQ p_len+16(FP), CX
-
-	VMOVDQU64 (SI), Z1
-	VMOVDQU64 64(SI), Z2
-	VMOVDQU64 128(SI), Z3
-	VMOVDQU64 192(SI), Z4
-	VMOVD     AX, X0     // zeroes the rest of Z0
-	VPXORQ    Z0, Z1, Z1 // the running value joins the first 32 bits
-	ADDQ      $256, SI
-	SUBQ      $256, CX
-
-	VMOVDQU64 k2048<>(SB), Z0
-	CMPQ      CX, $256
-	JB        fold4
-
-loop256:
-	VMOVDQU64  (SI), Z11
-	VMOVDQU64  64(SI), Z12
-	VMOVDQU64  128(SI), Z13
-	VMOVDQU64  192(SI), Z14
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPCLMULQDQ $0x11, Z0, Z2, Z6
-	VPCLMULQDQ $0x00, Z0, Z2, Z2
-	VPCLMULQDQ $0x11, Z0, Z3, Z7
-	VPCLMULQDQ $0x00, Z0, Z3, Z3
-	VPCLMULQDQ $0x11, Z0, Z4, Z8
-	VPCLMULQDQ $0x00, Z0, Z4, Z4
-	VPTERNLOGD $0x96, Z11, Z5, Z1 // Z1 ^= Z5 ^ Z11
-	VPTERNLOGD $0x96, Z12, Z6, Z2
-	VPTERNLOGD $0x96, Z13, Z7, Z3
-	VPTERNLOGD $0x96, Z14, Z8, Z4
-	ADDQ       $256, SI
-	SUBQ       $256, CX
-	CMPQ       CX, $256
-	JAE        loop256
-
-fold4:
-	// Fold the four accumulators into one, each 512 bits into the next.
-	VMOVDQU64  k512<>(SB), Z0
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z5, Z1, Z2 // Z2 ^= Z1 ^ Z5
-	VPCLMULQDQ $0x11, Z0, Z2, Z5
-	VPCLMULQDQ $0x00, Z0, Z2, Z2
-	VPTERNLOGD $0x96, Z5, Z2, Z3
-	VPCLMULQDQ $0x11, Z0, Z3, Z5
-	VPCLMULQDQ $0x00, Z0, Z3, Z3
-	VPTERNLOGD $0x96, Z5, Z3, Z4
-	CMPQ       CX, $64
-	JB         lanes
-
-loop64:
-	VMOVDQU64  (SI), Z11
-	VPCLMULQDQ $0x11, Z0, Z4, Z5
-	VPCLMULQDQ $0x00, Z0, Z4, Z4
-	VPTERNLOGD $0x96, Z11, Z5, Z4
-	ADDQ       $64, SI
-	SUBQ       $64, CX
-	CMPQ       CX, $64
-	JAE        loop64
-
-lanes:
-	REDUCE
-	MOVL AX, ret+32(FP)
-	RET
-
 // LOADACC and STOREACC move the four 512-bit accumulators Z1-Z4 from and to the state at DI.
 #define LOADACC \
 	VMOVDQU64 (DI), Z1; \
@@ -182,6 +110,70 @@ lanes:
 	VPTERNLOGD $0x96, Z12, Z6, Z2; \
 	VPTERNLOGD $0x96, Z13, Z7, Z3; \
 	VPTERNLOGD $0x96, Z14, Z8, Z4
+
+// MERGE4 folds the four accumulators Z1-Z4 into Z4, each 512 bits into the next.
+#define MERGE4 \
+	VMOVDQU64  k512<>(SB), Z0; \
+	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
+	VPTERNLOGD $0x96, Z5, Z1, Z2; \
+	VPCLMULQDQ $0x11, Z0, Z2, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
+	VPTERNLOGD $0x96, Z5, Z2, Z3; \
+	VPCLMULQDQ $0x11, Z0, Z3, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
+	VPTERNLOGD $0x96, Z5, Z3, Z4
+
+// func updateVector(crc uint32, p []byte) uint32
+// len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
+TEXT ·updateVector(SB), NOSPLIT, $0-36
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+
+	VMOVDQU64 (SI), Z1
+	VMOVDQU64 64(SI), Z2
+	VMOVDQU64 128(SI), Z3
+	VMOVDQU64 192(SI), Z4
+	VMOVD     AX, X0     // zeroes the rest of Z0
+	VPXORQ    Z0, Z1, Z1 // the running value joins the first 32 bits
+	ADDQ      $256, SI
+	SUBQ      $256, CX
+
+	VMOVDQU64 k2048<>(SB), Z0
+	CMPQ      CX, $256
+	JB        fold4
+
+loop256:
+	VMOVDQU64 (SI), Z11
+	VMOVDQU64 64(SI), Z12
+	VMOVDQU64 128(SI), Z13
+	VMOVDQU64 192(SI), Z14
+	FOLD4
+	ADDQ      $256, SI
+	SUBQ      $256, CX
+	CMPQ      CX, $256
+	JAE       loop256
+
+fold4:
+	MERGE4
+	CMPQ CX, $64
+	JB   lanes
+
+loop64:
+	VMOVDQU64  (SI), Z11
+	VPCLMULQDQ $0x11, Z0, Z4, Z5
+	VPCLMULQDQ $0x00, Z0, Z4, Z4
+	VPTERNLOGD $0x96, Z11, Z5, Z4
+	ADDQ       $64, SI
+	SUBQ       $64, CX
+	CMPQ       CX, $64
+	JAE        loop64
+
+lanes:
+	REDUCE
+	MOVL AX, ret+32(FP)
+	RET
 
 // func foldBlocks(acc *[256]byte, p []byte)
 // len(p) % 256 == 0. acc holds four unreduced 512-bit accumulators; each 256-byte block of
@@ -251,16 +243,7 @@ copyDone:
 TEXT ·reduceBlock(SB), NOSPLIT, $0-12
 	MOVQ       acc+0(FP), DI
 	LOADACC
-	VMOVDQU64  k512<>(SB), Z0
-	VPCLMULQDQ $0x11, Z0, Z1, Z5
-	VPCLMULQDQ $0x00, Z0, Z1, Z1
-	VPTERNLOGD $0x96, Z5, Z1, Z2
-	VPCLMULQDQ $0x11, Z0, Z2, Z5
-	VPCLMULQDQ $0x00, Z0, Z2, Z2
-	VPTERNLOGD $0x96, Z5, Z2, Z3
-	VPCLMULQDQ $0x11, Z0, Z3, Z5
-	VPCLMULQDQ $0x00, Z0, Z3, Z3
-	VPTERNLOGD $0x96, Z5, Z3, Z4
+	MERGE4
 	REDUCE
 	MOVL       AX, ret+8(FP)
 	RET
