@@ -211,8 +211,7 @@ func (b *Batch) index(nAppends, nRecords int) error {
 }
 
 // readLen reads a 2-byte length at p[off:], with the 0xFFFF escape to 4 bytes. ok is false
-// when p is too short or an escape is not canonical. Small enough to inline; the escape
-// takes a call.
+// when p is too short or an escape is not canonical.
 func readLen(p []byte, off int) (n, next int, ok bool) {
 	if len(p)-off < 2 {
 		return 0, off, false
@@ -348,17 +347,11 @@ func (rp *recordParser) parse(p []byte, off int, r *Record) (next, metered int, 
 		ts = binary.BigEndian.Uint64(p[off:])
 		off += 8
 	}
-	if len(p)-off < 2 {
+	nh, off2, ok := readLen(p, off)
+	if !ok {
 		return off, 0, frameError(frameHeaderCount, off, 0, 0)
 	}
-	nh := int(p[off])<<8 | int(p[off+1])
-	off += 2
-	if nh == lenEscape {
-		var ok bool
-		if nh, off, ok = readLongLen(p, off); !ok {
-			return off, 0, frameError(frameHeaderCount, off-2, 0, 0)
-		}
-	}
+	off = off2
 	// Each header takes at least 4 bytes here and 2 metered bytes; bound before allocating.
 	if nh > (len(p)-off)/4 || 8+2*nh > metered {
 		return off, 0, frameError(frameHeaderCountFit, off, nh, 0)

@@ -188,15 +188,7 @@ func varlenSize(m int) int {
 // appendRecord writes r's frame to b. Its metered size must fit in 3 bytes, which the
 // caller's check of the append's size guarantees.
 func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
-	metered := 8 + 2*len(r.Headers) + len(r.Body)
-	wire := lenSize(len(r.Headers)) + len(r.Body)
-	cmd := false
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		metered += len(h.Name) + len(h.Value)
-		wire += lenSize(len(h.Name)) + len(h.Name) + lenSize(len(h.Value)) + len(h.Value)
-		cmd = cmd || len(h.Name) == 0
-	}
+	metered, wire, cmd := recordSize(r)
 	magic := byte(recTypeEnvelope)
 	if cmd {
 		magic = recTypeCommand
@@ -204,10 +196,8 @@ func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
 	m := min(metered, 1<<24-1)
 	varlen := varlenSize(m)
 	magic |= byte(varlen-1) << recVarlenShift
-	wire += 1 + varlen
 	if r.HasTimestamp {
 		magic |= recHasTimestamp
-		wire += 8
 	}
 	n := len(b)
 	b = slices.Grow(b, wire)[:n+wire]

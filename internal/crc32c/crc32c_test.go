@@ -1,6 +1,7 @@
 package crc32c
 
 import (
+	"fmt"
 	"hash/crc32"
 	"math/bits"
 	"math/rand/v2"
@@ -126,33 +127,17 @@ func FuzzUpdate(f *testing.F) {
 func BenchmarkChecksum(b *testing.B) {
 	for _, n := range []int{1 << 10, 16 << 10, 1 << 20} {
 		p := make([]byte, n)
-		b.Run("size="+itoa(n)+"/crc32c", func(b *testing.B) {
+		b.Run(fmt.Sprintf("size=%dKiB/crc32c", n>>10), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				Checksum(p)
 			}
 		})
-		b.Run("size="+itoa(n)+"/stdlib", func(b *testing.B) {
+		b.Run(fmt.Sprintf("size=%dKiB/stdlib", n>>10), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				crc32.Checksum(p, table)
 			}
 		})
 	}
-}
-
-func itoa(n int) string {
-	switch {
-	case n >= 1<<20:
-		return string(rune('0'+n>>20)) + "MiB"
-	default:
-		return fmtInt(n>>10) + "KiB"
-	}
-}
-
-func fmtInt(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return fmtInt(n/10) + string(rune('0'+n%10))
 }

@@ -2,6 +2,7 @@ package crc32c
 
 import (
 	"bytes"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -95,20 +96,20 @@ func TestCombine(t *testing.T) {
 func BenchmarkCopyFold(b *testing.B) {
 	for _, n := range []int{1 << 10, 64 << 10, 1 << 20} {
 		src, dst := make([]byte, n), make([]byte, n)
-		b.Run("size="+itoa(n)+"/copy+checksum", func(b *testing.B) {
+		b.Run(fmt.Sprintf("size=%dKiB/copy+checksum", n>>10), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				copy(dst, src)
 				Checksum(dst)
 			}
 		})
-		b.Run("size="+itoa(n)+"/copy", func(b *testing.B) {
+		b.Run(fmt.Sprintf("size=%dKiB/copy", n>>10), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				copy(dst, src)
 			}
 		})
-		b.Run("size="+itoa(n)+"/folder", func(b *testing.B) {
+		b.Run(fmt.Sprintf("size=%dKiB/folder", n>>10), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			var f Folder
 			for b.Loop() {
