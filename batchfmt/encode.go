@@ -21,12 +21,17 @@ type Encoder struct {
 	metered int
 	err     error
 
-	// Uncompressed objects are checksummed while they are built: the payload's CRC32C is
-	// folded in 256-byte blocks, record bodies copied and folded in one pass, and Finish
-	// only folds the rest and combines the result with the header's CRC32C. folded is the
-	// object offset up to which the payload has been folded.
+	// Uncompressed objects are checksummed while they are built: each append's bytes are
+	// gathered into buf by the fold kernel, which folds every 256-byte block of the payload
+	// into the CRC32C as soon as it is written; Finish folds the rest and puts the header's
+	// CRC32C in front. folded is the object offset up to which the payload has been folded.
 	fold   crc32c.Folder
 	folded int
+
+	// Scratch for one append: heads holds each record's frame up to its body, one after
+	// another; pieces lists head, body, head, body, ... in object order, for one gather.
+	heads  []byte
+	pieces [][]byte
 }
 
 // NewEncoder returns an empty encoder that writes objects with compression c. An unknown c
@@ -108,9 +113,16 @@ func (e *Encoder) add(in *AppendInput) error {
 		}
 		flags |= appHasFencingToken
 	}
-	// Sizes first: the append header is final before any byte after it is written (and
-	// checksummed), and nothing is written for an append that is refused.
-	metered, wire := 0, 0
+	// One pass over the records validates and sizes each and writes its frame up to the
+	// body (its head) to the scratch; then the append header, final by now, and the heads
+	// and bodies are written to the object in one gather. Nothing is written for an append
+	// that is refused.
+	heads, pieces := e.heads[:0], e.pieces[:0]
+	defer func() {
+		clear(pieces) // keep no reference to the caller's bodies
+		e.heads, e.pieces = heads[:0], pieces[:0]
+	}()
+	metered, wire, gathered := 0, 0, 0
 	for i := range in.Records {
 		r := &in.Records[i]
 		m, w, cmd := recordSize(r)
@@ -124,6 +136,15 @@ func (e *Encoder) add(in *AppendInput) error {
 		if metered > MaxAppendBytes {
 			return in.Validate() // reports the byte rule with the full total
 		}
+		body := r.Body
+		hs := len(heads)
+		heads = appendHead(heads, r, m, w-len(body), cmd)
+		pieces = append(pieces, heads[hs:len(heads):len(heads)], body)
+		gathered += len(heads) - hs + len(body)
+	}
+	if gathered != wire {
+		// Only a record changed by another goroutine during Add gets here.
+		return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, gathered, wire)
 	}
 	b := e.buf
 	if len(b)-HeaderSize+appendHeaderSize+8+1+MaxFencingTokenLen+wire > MaxObjectBytes {
@@ -142,13 +163,14 @@ func (e *Encoder) add(in *AppendInput) error {
 		b = append(b, *in.FencingToken...)
 	}
 	recStart := len(b)
-	b = slices.Grow(b, wire)
-	for i := range in.Records {
-		b = e.appendRecord(b, &in.Records[i])
-	}
-	if len(b)-recStart != wire {
-		// Only a record changed by another goroutine during Add gets here.
-		return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, len(b)-recStart, wire)
+	b = slices.Grow(b, wire)[:recStart+wire]
+	if e.c == CompressionNone {
+		e.folded += e.fold.Gather(b[e.folded:], recStart-e.folded, pieces)
+	} else {
+		o := recStart
+		for _, p := range pieces {
+			o += copy(b[o:], p)
+		}
 	}
 	e.buf = b
 	e.metered += metered
@@ -185,22 +207,21 @@ func varlenSize(m int) int {
 	return 3
 }
 
-// appendRecord writes r's frame to b. Its metered size must fit in 3 bytes, which the
-// caller's check of the append's size guarantees.
-func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
-	metered, wire, cmd := recordSize(r)
+// appendHead appends r's frame up to its body: size bytes, for the metered size m (which
+// must fit in 3 bytes, as the caller's check of the append's size guarantees).
+func appendHead(b []byte, r *Record, m, size int, cmd bool) []byte {
 	magic := byte(recTypeEnvelope)
 	if cmd {
 		magic = recTypeCommand
 	}
-	m := min(metered, 1<<24-1)
+	m = min(m, 1<<24-1)
 	varlen := varlenSize(m)
 	magic |= byte(varlen-1) << recVarlenShift
 	if r.HasTimestamp {
 		magic |= recHasTimestamp
 	}
 	n := len(b)
-	b = slices.Grow(b, wire)[:n+wire]
+	b = slices.Grow(b, size)[:n+size]
 	w := b[n:]
 	w[0] = magic
 	switch varlen {
@@ -224,32 +245,7 @@ func (e *Encoder) appendRecord(b []byte, r *Record) []byte {
 		o = putLen(w, o, len(h.Value))
 		o += copy(w[o:], h.Value)
 	}
-	e.copyBody(b, n+o, r.Body)
-	return b
-}
-
-// fuseMin is the shortest body copied and folded in one pass. Below it, the two calls per
-// body into the fold kernels cost more than they save (measured with BenchmarkEncode: 1 KiB
-// bodies about 6% slower fused, 64 KiB bodies 40% faster).
-const fuseMin = 4 << 10
-
-// copyBody copies body to b[pos:]. For an uncompressed object and a body of at least
-// fuseMin bytes, the blocks of the payload up to the body's first block boundary are folded
-// into the checksum (they are all written by now), and the whole blocks of the body are
-// copied and folded in one pass.
-func (e *Encoder) copyBody(b []byte, pos int, body []byte) {
-	const bs = crc32c.BlockSize
-	if e.c != CompressionNone || len(body) < fuseMin {
-		copy(b[pos:], body) // folded later, with its neighbours, in one long call
-		return
-	}
-	a := pos + (e.folded-pos)&(bs-1) // the first block boundary at or after pos
-	head := a - pos
-	copy(b[pos:a], body[:head])
-	e.fold.Blocks(b[e.folded:a])
-	n := e.fold.CopyBlocks(b[a:], body[head:])
-	copy(b[a+n:], body[head+n:])
-	e.folded = a + n
+	return b[:n+o]
 }
 
 // lenSize is the size of a length field for n: 2 bytes, or 6 with the escape.
@@ -310,7 +306,7 @@ func (e *Encoder) Finish() ([]byte, error) {
 		whole := len(rest) &^ (crc32c.BlockSize - 1)
 		e.fold.Blocks(rest[:whole])
 		e.folded += whole
-		sum = crc32c.Combine(crc32c.Checksum(h), e.fold.Sum(rest[whole:]), len(payload))
+		sum = e.fold.SumAfter(crc32c.Checksum(h), rest[whole:])
 	} else {
 		sum = crc32c.Checksum(obj)
 	}

@@ -549,8 +549,9 @@ func FuzzParseCompression(f *testing.F) {
 }
 
 // TestEncoderChecksumWhileWriting drives the uncompressed encoder's checksum, which is
-// folded while records are written (bodies copied and folded in one pass): bodies of every
-// size around the 256-byte fold blocks, frames that straddle block boundaries, a Finish in
+// folded while records are gathered into the object (each 256-byte block folded as soon as
+// it is written): bodies of every size around the kernel's 64-byte moves and 256-byte fold
+// blocks, empty bodies, frames that straddle block boundaries, a Finish in
 // the middle followed by more appends, and Reset. Each object's CRC32C is checked against
 // hash/crc32 over its bytes, and its records against the input.
 func TestEncoderChecksumWhileWriting(t *testing.T) {
@@ -563,12 +564,12 @@ func TestEncoderChecksumWhileWriting(t *testing.T) {
 		for a := 0; a < 1+r.IntN(6); a++ {
 			var in AppendInput
 			for k := 0; k < 1+r.IntN(25); k++ {
-				size := r.IntN(3000) // copied plainly, folded later
+				size := r.IntN(3000)
 				switch r.IntN(4) {
-				case 0: // copied and folded in one pass
-					size = fuseMin + r.IntN(3*fuseMin)
-				case 1: // at and next to the shortest fused body and to block multiples
-					size = fuseMin + 256*r.IntN(4) + r.IntN(3) - 1
+				case 0: // long bodies, many blocks each
+					size = r.IntN(20 << 10)
+				case 1: // at and next to multiples of the 64-byte moves, empty included
+					size = max(0, 64*r.IntN(10)+r.IntN(3)-1)
 				}
 				body := make([]byte, size)
 				for i := range body {

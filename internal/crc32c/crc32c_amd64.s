@@ -247,3 +247,107 @@ TEXT ·reduceBlock(SB), NOSPLIT, $0-12
 	REDUCE
 	MOVL       AX, ret+8(FP)
 	RET
+
+// func gatherFold(acc *[256]byte, dst *byte, w int, pieces [][]byte) (folded int)
+// Copies each piece to dst+w onwards, one after another, and folds the whole 256-byte blocks
+// of dst, from dst itself, as they are written: a block is folded once it lies GATHERLAG
+// bytes behind the write position (so that its stores have left the store buffer and it is
+// read from the L1 cache), and at the end every whole block is. Returns the bytes folded.
+// The caller has checked that dst has room; a piece's last partial 64 bytes are moved with
+// a byte mask, so nothing past the pieces' end is read or written.
+//
+// Registers: DX dst, R9 write pointer, R10 fold pointer, SI piece, CX pieces left,
+// R11/R12 piece base/length left, R13 all ones, R14 the fold threshold.
+#define GATHERLAG 1024
+
+// FOLDBEHIND folds one block at R10 if it lies at least R14 bytes behind R9.
+#define FOLDBEHIND(label) \
+	MOVQ      R9, AX; \
+	SUBQ      R10, AX; \
+	CMPQ      AX, R14; \
+	JB        label; \
+	VMOVDQU64 (R10), Z11; \
+	VMOVDQU64 64(R10), Z12; \
+	VMOVDQU64 128(R10), Z13; \
+	VMOVDQU64 192(R10), Z14; \
+	FOLD4; \
+	ADDQ      $256, R10; \
+label:
+
+TEXT ·gatherFold(SB), NOSPLIT, $0-56
+	MOVQ      acc+0(FP), DI
+	MOVQ      dst+8(FP), DX
+	MOVQ      w+16(FP), R9
+	ADDQ      DX, R9
+	MOVQ      pieces_base+24(FP), SI
+	MOVQ      pieces_len+32(FP), CX
+	LOADACC
+	VMOVDQU64 k2048<>(SB), Z0
+	MOVQ      DX, R10
+	MOVQ      $-1, R13
+	MOVQ      $(256+GATHERLAG), R14
+
+gatherPiece:
+	MOVQ 0(SI), R11 // piece base
+	MOVQ 8(SI), R12 // piece length
+	CMPQ R12, $256
+	JB   gather64
+
+gather256:
+	VMOVDQU64 (R11), Z15
+	VMOVDQU64 64(R11), Z16
+	VMOVDQU64 128(R11), Z17
+	VMOVDQU64 192(R11), Z18
+	VMOVDQU64 Z15, (R9)
+	VMOVDQU64 Z16, 64(R9)
+	VMOVDQU64 Z17, 128(R9)
+	VMOVDQU64 Z18, 192(R9)
+	ADDQ      $256, R11
+	ADDQ      $256, R9
+	SUBQ      $256, R12
+	FOLDBEHIND(gather256Folded)
+	CMPQ      R12, $256
+	JAE       gather256
+
+gather64:
+	CMPQ      R12, $64
+	JB        gatherTail
+	VMOVDQU64 (R11), Z15
+	VMOVDQU64 Z15, (R9)
+	ADDQ      $64, R11
+	ADDQ      $64, R9
+	SUBQ      $64, R12
+	JMP       gather64
+
+gatherTail:
+	TESTQ      R12, R12
+	JZ         gatherCatchUp
+	BZHIQ      R12, R13, AX
+	KMOVQ      AX, K1
+	VMOVDQU8.Z (R11), K1, Z15
+	VMOVDQU8   Z15, K1, (R9)
+	ADDQ       R12, R9
+
+gatherCatchUp:
+	FOLDBEHIND(gatherCaughtUp)
+	ADDQ $24, SI
+	DECQ CX
+	JNZ  gatherPiece
+
+	// The end: fold every whole block written.
+	MOVQ $256, R14
+
+gatherDrain:
+	MOVQ R9, AX
+	SUBQ R10, AX
+	CMPQ AX, $256
+	JB   gatherDone
+	FOLDBEHIND(gatherDrained)
+	JMP  gatherDrain
+
+gatherDone:
+	STOREACC
+	VZEROUPPER
+	SUBQ DX, R10
+	MOVQ R10, folded+48(FP)
+	RET

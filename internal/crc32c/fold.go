@@ -1,17 +1,21 @@
 package crc32c
 
 import (
-	"encoding/binary"
 	"hash/crc32"
+	"unsafe"
 )
 
 // BlockSize is the unit in which a Folder takes bytes.
 const BlockSize = 256
 
 // Folder computes the CRC-32C of bytes handed to it in order, in whole 256-byte blocks, and
-// can copy the blocks on the way: CopyBlocks loads each block once, stores it and folds it,
-// so that a copy and its checksum cost about what the copy alone does. Sum adds a last,
-// partial piece and returns the checksum of everything.
+// can copy the bytes on the way: CopyBlocks and Gather load each block once, store it and
+// fold it, so that a copy and its checksum cost about what the copy alone does. Sum adds a
+// last, partial piece and returns the checksum of everything.
+//
+// The vector state starts at zero, as if the stream's initial CRC register were zero; Sum
+// adds the standard initial value's share (all ones, shifted over the stream's length) at
+// the end. That keeps every block alike: no call has to treat the stream's first block apart.
 //
 // The zero value is an empty stream. A Folder is not safe for concurrent use.
 type Folder struct {
@@ -21,7 +25,7 @@ type Folder struct {
 }
 
 // Reset empties the stream.
-func (f *Folder) Reset() { f.n, f.crc = 0, 0 }
+func (f *Folder) Reset() { *f = Folder{} }
 
 // Len returns the number of bytes folded so far.
 func (f *Folder) Len() int { return f.n }
@@ -35,16 +39,11 @@ func (f *Folder) Blocks(p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	if !useVector {
-		f.crc = crc32Update(f.crc, p)
-		f.n += len(p)
-		return
+	if useVector {
+		foldBlocks(&f.acc, p)
+	} else {
+		f.crc = crc32.Update(f.crc, table, p)
 	}
-	if f.n == 0 {
-		f.first(p[:BlockSize])
-		p = p[BlockSize:]
-	}
-	foldBlocks(&f.acc, p)
 	f.n += len(p)
 }
 
@@ -56,38 +55,63 @@ func (f *Folder) CopyBlocks(dst, src []byte) int {
 		return 0
 	}
 	dst = dst[:n] // panics if dst is too short, before any write
-	if !useVector {
+	if useVector {
+		copyFoldBlocks(&f.acc, dst, src[:n])
+	} else {
 		copy(dst, src[:n])
-		f.crc = crc32Update(f.crc, dst)
-		f.n += n
-		return n
+		f.crc = crc32.Update(f.crc, table, dst)
 	}
-	if f.n == 0 {
-		copy(dst[:BlockSize], src)
-		f.first(dst[:BlockSize])
-		dst, src = dst[BlockSize:], src[BlockSize:n]
-	}
-	copyFoldBlocks(&f.acc, dst, src[:len(dst)])
-	f.n += len(dst)
+	f.n += n
 	return n
 }
 
-// first starts the vector state with the stream's first block: the initial running value
-// (all ones, the standard CRC-32C's) joins its first 32 bits, as in updateVector.
-func (f *Folder) first(b []byte) {
-	copy(f.acc[:], b)
-	binary.LittleEndian.PutUint32(f.acc[:4], binary.LittleEndian.Uint32(f.acc[:4])^0xFFFFFFFF)
-	f.n += BlockSize
+// Gather copies pieces into dst one after another, starting at dst[w:], and folds the whole
+// blocks of dst from its start: dst[:w] holds bytes written before and not yet folded. It
+// returns the number of bytes folded, a multiple of BlockSize and at most w plus the
+// pieces' length; the rest of what was written is left for the next call (as the start of
+// its dst) or for Sum. Each block is folded right after it is written, while it is still in
+// the nearest cache, and the whole gather is one call into the kernel.
+//
+// dst must have room for w plus the pieces' total length; Gather panics otherwise, before
+// any write.
+func (f *Folder) Gather(dst []byte, w int, pieces [][]byte) (folded int) {
+	end := w
+	for _, p := range pieces {
+		end += len(p)
+	}
+	if w < 0 || end > len(dst) {
+		panic("crc32c: Folder.Gather: dst is too short for the pieces")
+	}
+	if useVector && len(pieces) > 0 {
+		folded = gatherFold(&f.acc, unsafe.SliceData(dst), w, pieces)
+		f.n += folded
+		return folded
+	}
+	for _, p := range pieces {
+		w += copy(dst[w:], p)
+	}
+	folded = w &^ (BlockSize - 1)
+	f.Blocks(dst[:folded])
+	return folded
 }
 
 // Sum returns the CRC-32C of the folded bytes followed by tail. It does not change the
 // stream.
-func (f *Folder) Sum(tail []byte) uint32 {
-	crc := f.crc
-	if useVector && f.n > 0 {
-		crc = ^reduceBlock(&f.acc)
+func (f *Folder) Sum(tail []byte) uint32 { return f.SumAfter(0, tail) }
+
+// SumAfter returns the CRC-32C of a prefix, the folded bytes and tail, in that order, given
+// the CRC-32C of the prefix alone (as Update would continue from it). It does not change
+// the stream.
+func (f *Folder) SumAfter(prefix uint32, tail []byte) uint32 {
+	crc := prefix
+	switch {
+	case f.n == 0:
+	case useVector:
+		// The accumulators hold the stream folded from a zero register; the register the
+		// prefix leaves (its CRC, inverted) contributes itself times x^(8n).
+		crc = ^(reduceBlock(&f.acc) ^ mulModP(xPow8n(uint64(f.n)), ^prefix))
+	default:
+		crc = Combine(prefix, f.crc, f.n)
 	}
 	return Update(crc, tail)
 }
-
-func crc32Update(crc uint32, p []byte) uint32 { return crc32.Update(crc, table, p) }

@@ -120,3 +120,95 @@ func BenchmarkCopyFold(b *testing.B) {
 		})
 	}
 }
+
+// TestFolderGather builds streams the way the batch encoder does: some bytes written ahead
+// (not yet folded), then pieces of random lengths gathered behind them, call after call,
+// each call starting at the first unfolded byte. It checks the copy, that nothing past the
+// pieces is written, the count folded, and Sum and SumAfter against hash/crc32.
+func TestFolderGather(t *testing.T) {
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	r := rand.New(rand.NewPCG(seed, 4))
+	pieceLen := func() int {
+		switch r.IntN(6) {
+		case 0:
+			return r.IntN(64) // the masked tail alone, empty included
+		case 1:
+			return 64 * r.IntN(9) // whole vectors
+		case 2:
+			return 256*r.IntN(5) + r.IntN(3) - 1 + 1 // around block multiples
+		case 3:
+			return r.IntN(4 << 10)
+		default:
+			return r.IntN(300)
+		}
+	}
+	for round := 0; round < 400; round++ {
+		var f Folder
+		var want []byte // the stream so far
+		buf := make([]byte, 0, 1<<20)
+		folded := 0
+		for call := 0; call < 1+r.IntN(8); call++ {
+			// Bytes written directly, ahead of the pieces.
+			for n := r.IntN(40); n > 0; n-- {
+				buf = append(buf, byte(r.Uint32()))
+			}
+			var pieces [][]byte
+			total := 0
+			for n := r.IntN(30); n >= 0; n-- {
+				p := make([]byte, pieceLen())
+				for i := range p {
+					p[i] = byte(r.Uint32())
+				}
+				pieces = append(pieces, p)
+				total += len(p)
+			}
+			w := len(buf) - folded
+			start := len(buf)
+			// Guard bytes past the pieces' end must survive.
+			buf = buf[:start+total+64]
+			for i := start + total; i < len(buf); i++ {
+				buf[i] = 0xA5
+			}
+			got := f.Gather(buf[folded:start+total], w, pieces)
+			for i := start + total; i < len(buf); i++ {
+				if buf[i] != 0xA5 {
+					t.Fatalf("round %d call %d: byte %d past the pieces' end was written", round, call, i-start-total)
+				}
+			}
+			buf = buf[:start+total]
+			if want := (len(buf) - folded) &^ (BlockSize - 1); got != want {
+				t.Fatalf("round %d call %d: folded %d, want %d", round, call, got, want)
+			}
+			folded += got
+			if f.Len() != folded {
+				t.Fatalf("round %d call %d: Len %d, want %d", round, call, f.Len(), folded)
+			}
+			want = append(want, buf[len(want):start]...) // the bytes written directly
+			for _, p := range pieces {
+				want = append(want, p...)
+			}
+			if !bytes.Equal(buf, want) {
+				t.Fatalf("round %d call %d: gathered bytes differ", round, call)
+			}
+		}
+		if got, w := f.Sum(buf[folded:]), crc32.Checksum(want, table); got != w {
+			t.Fatalf("round %d: %d bytes, %d folded: Sum %#x, want %#x", round, len(want), folded, got, w)
+		}
+		prefix := []byte(fmt.Sprint("prefix", round))
+		whole := append(append([]byte(nil), prefix...), want...)
+		if got, w := f.SumAfter(crc32.Checksum(prefix, table), buf[folded:]), crc32.Checksum(whole, table); got != w {
+			t.Fatalf("round %d: SumAfter %#x, want %#x", round, got, w)
+		}
+	}
+}
+
+func TestFolderGatherRejectsShortDst(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Gather into a short dst did not panic")
+		}
+	}()
+	var f Folder
+	f.Gather(make([]byte, 10), 5, [][]byte{make([]byte, 6)})
+}
