@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/sluice-dev/sluice/internal/crc32c"
+	"math/bits"
 	"slices"
 )
 
@@ -32,6 +33,9 @@ type Encoder struct {
 	// another; pieces lists head, body, head, body, ... in object order, for one gather.
 	heads  []byte
 	pieces [][]byte
+	// With the record kernel (amd64 with AVX-512), pieces are not needed: metas describes
+	// each record's frame, and the kernel reads the rest from the Records.
+	metas []recMeta
 }
 
 // NewEncoder returns an empty encoder that writes objects with compression c. An unknown c
@@ -113,14 +117,15 @@ func (e *Encoder) add(in *AppendInput) error {
 		}
 		flags |= appHasFencingToken
 	}
-	// One pass over the records validates and sizes each and writes its frame up to the
-	// body (its head) to the scratch; then the append header, final by now, and the heads
-	// and bodies are written to the object in one gather. Nothing is written for an append
-	// that is refused.
-	heads, pieces := e.heads[:0], e.pieces[:0]
+	// One pass over the records validates and sizes each, and prepares its frame: for the
+	// record kernel a recMeta, otherwise its frame up to the body (its head) in the scratch.
+	// Then the append header, final by now, and the records are written to the object in
+	// one call that also checksums them. Nothing is written for an append that is refused.
+	kernel := recordKernel && e.c == CompressionNone
+	heads, pieces, metas := e.heads[:0], e.pieces[:0], e.metas[:0]
 	defer func() {
 		clear(pieces) // keep no reference to the caller's bodies
-		e.heads, e.pieces = heads[:0], pieces[:0]
+		e.heads, e.pieces, e.metas = heads[:0], pieces[:0], metas[:0]
 	}()
 	metered, wire, gathered := 0, 0, 0
 	for i := range in.Records {
@@ -136,15 +141,24 @@ func (e *Encoder) add(in *AppendInput) error {
 		if metered > MaxAppendBytes {
 			return in.Validate() // reports the byte rule with the full total
 		}
+		if kernel {
+			magic, varlen := frameLead(m, cmd, r.HasTimestamp)
+			metas = append(metas, recMeta{
+				lead:  uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))),
+				leadN: uint32(1 + varlen),
+				wire:  uint32(w),
+				ts:    b2u(r.HasTimestamp),
+			})
+			continue
+		}
 		body := r.Body
 		hs := len(heads)
 		heads = appendHead(heads, r, m, w-len(body), cmd)
 		pieces = append(pieces, heads[hs:len(heads):len(heads)], body)
 		gathered += len(heads) - hs + len(body)
 	}
-	if gathered != wire {
-		// Only a record changed by another goroutine during Add gets here.
-		return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, gathered, wire)
+	if !kernel && gathered != wire {
+		return errChanged(gathered, wire)
 	}
 	b := e.buf
 	if len(b)-HeaderSize+appendHeaderSize+8+1+MaxFencingTokenLen+wire > MaxObjectBytes {
@@ -163,10 +177,19 @@ func (e *Encoder) add(in *AppendInput) error {
 		b = append(b, *in.FencingToken...)
 	}
 	recStart := len(b)
-	b = slices.Grow(b, wire)[:recStart+wire]
-	if e.c == CompressionNone {
+	b = slices.Grow(b, wire+kernelSlack)[:recStart+wire]
+	switch {
+	case kernel:
+		f := e.folded
+		written, folded := encodeRecords(e.fold.State(), &b[f], recStart-f, recStart+wire-f, in.Records, metas)
+		if written != recStart+wire-f {
+			return errChanged(-1, wire)
+		}
+		e.fold.Advance(folded)
+		e.folded += folded
+	case e.c == CompressionNone:
 		e.folded += e.fold.Gather(b[e.folded:], recStart-e.folded, pieces)
-	} else {
+	default:
 		o := recStart
 		for _, p := range pieces {
 			o += copy(b[o:], p)
@@ -175,6 +198,31 @@ func (e *Encoder) add(in *AppendInput) error {
 	e.buf = b
 	e.metered += metered
 	return nil
+}
+
+// kernelSlack is the spare capacity the record kernel may write into past the last frame
+// (bytes of a length field it then finds do not fit).
+const kernelSlack = 64
+
+// recMeta describes a record frame to the record kernel (encode_amd64.s).
+type recMeta struct {
+	lead  uint32 // the frame's first bytes, in memory order: the magic byte, the metered size
+	leadN uint32 // how many of lead's 4 bytes the frame has: 1 + the metered size's length
+	wire  uint32 // the frame's length
+	ts    uint32 // 1 if the frame has a timestamp
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// errChanged is the error for an append whose records changed while Add was encoding them
+// (another goroutine wrote to them): the bytes written disagree with the sizes measured.
+func errChanged(written, sized int) error {
+	return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, written, sized)
 }
 
 // recordSize returns r's metered size, the size of its frame, and whether r is shaped as a
@@ -196,6 +244,21 @@ func recordSize(r *Record) (metered, wire int, cmd bool) {
 	return metered, wire, cmd
 }
 
+// frameLead returns a record frame's magic byte and the length of its metered-size field,
+// for the metered size m (at most 3 bytes' worth: larger values are sized as 3 bytes).
+func frameLead(m int, cmd, ts bool) (magic byte, varlen int) {
+	magic = recTypeEnvelope
+	if cmd {
+		magic = recTypeCommand
+	}
+	varlen = varlenSize(m)
+	magic |= byte(varlen-1) << recVarlenShift
+	if ts {
+		magic |= recHasTimestamp
+	}
+	return magic, varlen
+}
+
 // varlenSize is the size of the metered-size field for m: 1, 2 or 3 bytes.
 func varlenSize(m int) int {
 	switch {
@@ -210,16 +273,8 @@ func varlenSize(m int) int {
 // appendHead appends r's frame up to its body: size bytes, for the metered size m (which
 // must fit in 3 bytes, as the caller's check of the append's size guarantees).
 func appendHead(b []byte, r *Record, m, size int, cmd bool) []byte {
-	magic := byte(recTypeEnvelope)
-	if cmd {
-		magic = recTypeCommand
-	}
 	m = min(m, 1<<24-1)
-	varlen := varlenSize(m)
-	magic |= byte(varlen-1) << recVarlenShift
-	if r.HasTimestamp {
-		magic |= recHasTimestamp
-	}
+	magic, varlen := frameLead(m, cmd, r.HasTimestamp)
 	n := len(b)
 	b = slices.Grow(b, size)[:n+size]
 	w := b[n:]

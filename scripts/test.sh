@@ -21,7 +21,7 @@ VERSITYGW_VERSION=v1.8.0
 RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=(install_s2_sdk)
-POST_TEST_STEPS=()
+POST_TEST_STEPS=(test_purego)
 GO_TEST_FLAGS=(-count=1 -timeout=12m)
 
 log() { printf '\n==> %s\n' "$*"; }
@@ -43,6 +43,13 @@ trap 'exit 130' INT TERM
 GOBIN_DIR="$(go env GOBIN)"
 [[ -n "$GOBIN_DIR" ]] || GOBIN_DIR="$(go env GOPATH)/bin"
 VGW="$GOBIN_DIR/versitygw"
+
+# The portable code paths (hash/crc32 and Go loops instead of the amd64 kernels), which this
+# machine would otherwise never run.
+test_purego() {
+	log "go test -tags purego (portable paths of the checksum and batch format kernels)"
+	go test "${GO_TEST_FLAGS[@]}" -tags purego ./internal/crc32c/... ./batchfmt/...
+}
 
 install_versitygw() {
 	if [[ -x "$VGW" ]] && go version -m "$VGW" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$VERSITYGW_VERSION[[:space:]]"; then

@@ -4,7 +4,8 @@ package crc32c
 
 import "golang.org/x/sys/cpu"
 
-var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2
+var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ &&
+	cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2 // BW and BMI2 for batchfmt's record kernel, which folds with State
 
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value. len(p) must be at least
@@ -30,10 +31,3 @@ func copyFoldBlocks(acc *[256]byte, dst, src []byte)
 //
 //go:noescape
 func reduceBlock(acc *[256]byte) uint32
-
-// gatherFold copies pieces to dst[w:] one after another and folds each whole 256-byte block
-// of dst, from its start, into acc as soon as it is written; it returns the bytes folded.
-// dst must have room for w plus the pieces' total length, and pieces must not be empty.
-//
-//go:noescape
-func gatherFold(acc *[256]byte, dst *byte, w int, pieces [][]byte) (folded int)

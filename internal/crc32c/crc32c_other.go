@@ -13,7 +13,3 @@ func copyFoldBlocks(acc *[256]byte, dst, src []byte) {
 }
 
 func reduceBlock(acc *[256]byte) uint32 { panic("crc32c: no vector kernel on this platform") }
-
-func gatherFold(acc *[256]byte, dst *byte, w int, pieces [][]byte) int {
-	panic("crc32c: no vector kernel on this platform")
-}

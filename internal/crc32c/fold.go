@@ -1,16 +1,13 @@
 package crc32c
 
-import (
-	"hash/crc32"
-	"unsafe"
-)
+import "hash/crc32"
 
 // BlockSize is the unit in which a Folder takes bytes.
 const BlockSize = 256
 
 // Folder computes the CRC-32C of bytes handed to it in order, in whole 256-byte blocks, and
-// can copy the bytes on the way: CopyBlocks and Gather load each block once, store it and
-// fold it, so that a copy and its checksum cost about what the copy alone does. Sum adds a
+// can copy the bytes on the way: CopyBlocks loads each block once, stores it and folds it,
+// so that a copy and its checksum cost about what the copy alone does. Sum adds a
 // last, partial piece and returns the checksum of everything.
 //
 // The vector state starts at zero, as if the stream's initial CRC register were zero; Sum
@@ -67,10 +64,10 @@ func (f *Folder) CopyBlocks(dst, src []byte) int {
 
 // Gather copies pieces into dst one after another, starting at dst[w:], and folds the whole
 // blocks of dst from its start: dst[:w] holds bytes written before and not yet folded. It
-// returns the number of bytes folded, a multiple of BlockSize and at most w plus the
-// pieces' length; the rest of what was written is left for the next call (as the start of
-// its dst) or for Sum. Each block is folded right after it is written, while it is still in
-// the nearest cache, and the whole gather is one call into the kernel.
+// returns the number of bytes folded, the largest multiple of BlockSize that has been
+// written; the rest is left for the next call (as the start of its dst) or for Sum. (Where
+// the vector kernel runs, batchfmt writes its records with a kernel of its own that folds
+// as it writes; this is the portable form of the same job.)
 //
 // dst must have room for w plus the pieces' total length; Gather panics otherwise, before
 // any write.
@@ -81,11 +78,6 @@ func (f *Folder) Gather(dst []byte, w int, pieces [][]byte) (folded int) {
 	}
 	if w < 0 || end > len(dst) {
 		panic("crc32c: Folder.Gather: dst is too short for the pieces")
-	}
-	if useVector && len(pieces) > 0 {
-		folded = gatherFold(&f.acc, unsafe.SliceData(dst), w, pieces)
-		f.n += folded
-		return folded
 	}
 	for _, p := range pieces {
 		w += copy(dst[w:], p)
@@ -115,3 +107,12 @@ func (f *Folder) SumAfter(prefix uint32, tail []byte) uint32 {
 	}
 	return Update(crc, tail)
 }
+
+// State returns the Folder's vector accumulators, for a package that folds blocks in its own
+// assembly kernel (batchfmt's record encoder): four unreduced 512-bit accumulators, as the
+// kernels in crc32c_amd64.s leave them, all zero for an empty stream. After folding n more
+// bytes into them, the caller reports it with Advance(n). Only for use when Vector() is true.
+func (f *Folder) State() *[256]byte { return &f.acc }
+
+// Advance records that n more bytes were folded into State by the caller's kernel.
+func (f *Folder) Advance(n int) { f.n += n }

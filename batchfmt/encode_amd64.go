@@ -1,0 +1,34 @@
+//go:build amd64 && !purego
+
+package batchfmt
+
+import (
+	"unsafe"
+
+	"github.com/sluice-dev/sluice/internal/crc32c"
+)
+
+// The record kernel (encode_amd64.s) reads Records and Headers by these offsets; a change of
+// either struct fails to compile here.
+var (
+	_ = [1]struct{}{}[unsafe.Sizeof(Record{})-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(Record{}.Timestamp)]
+	_ = [1]struct{}{}[unsafe.Offsetof(Record{}.Headers)-16]
+	_ = [1]struct{}{}[unsafe.Offsetof(Record{}.Body)-40]
+	_ = [1]struct{}{}[unsafe.Sizeof(Header{})-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(Header{}.Value)-24]
+	_ = [1]struct{}{}[unsafe.Sizeof(recMeta{})-16]
+)
+
+// recordKernel reports whether uncompressed appends are written by encodeRecords.
+var recordKernel = crc32c.Vector()
+
+// encodeRecords writes the frames of recs, described by metas, to dst+w onwards and folds
+// each whole 256-byte block of dst, from its start, into acc as it is written (as
+// crc32c.Folder.Gather does). It writes nothing past dst+end plus 8 bytes, which the caller
+// must provide as spare capacity. It returns the offset after the last frame written and
+// the bytes folded; written == end unless a record's bytes disagree with its meta (a record
+// changed since it was sized), when it stops early and returns -1.
+//
+//go:noescape
+func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)

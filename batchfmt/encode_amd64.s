@@ -1,0 +1,233 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The record kernel: writes an append's record frames (layout in doc.go) from the Records
+// themselves and folds the CRC32C of the written bytes on the way, with the fold of
+// internal/crc32c's kernels (crc32c_amd64.s, where the constant is derived and tested):
+// four 512-bit accumulators, 256 bytes per step.
+
+DATA k2048<>+0(SB)/8, $0xdcb17aa4
+DATA k2048<>+8(SB)/8, $0xb9e02b86
+DATA k2048<>+16(SB)/8, $0xdcb17aa4
+DATA k2048<>+24(SB)/8, $0xb9e02b86
+DATA k2048<>+32(SB)/8, $0xdcb17aa4
+DATA k2048<>+40(SB)/8, $0xb9e02b86
+DATA k2048<>+48(SB)/8, $0xdcb17aa4
+DATA k2048<>+56(SB)/8, $0xb9e02b86
+GLOBL k2048<>(SB), RODATA|NOPTR, $64
+
+// FOLD4 folds the 256 bytes in Z11-Z14 into the accumulators Z1-Z4 (constant in Z0).
+#define FOLD4 \
+	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
+	VPCLMULQDQ $0x11, Z0, Z2, Z6; \
+	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
+	VPCLMULQDQ $0x11, Z0, Z3, Z7; \
+	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
+	VPCLMULQDQ $0x11, Z0, Z4, Z8; \
+	VPCLMULQDQ $0x00, Z0, Z4, Z4; \
+	VPTERNLOGD $0x96, Z11, Z5, Z1; \
+	VPTERNLOGD $0x96, Z12, Z6, Z2; \
+	VPTERNLOGD $0x96, Z13, Z7, Z3; \
+	VPTERNLOGD $0x96, Z14, Z8, Z4
+
+// A block is folded once it lies LAG bytes behind the write position, so that its stores
+// have left the store buffer and it is read back from the L1 cache.
+#define LAG 1024
+
+// FOLDBLOCK folds the block at R10 and moves R10 past it.
+#define FOLDBLOCK \
+	VMOVDQU64 (R10), Z11; \
+	VMOVDQU64 64(R10), Z12; \
+	VMOVDQU64 128(R10), Z13; \
+	VMOVDQU64 192(R10), Z14; \
+	FOLD4; \
+	ADDQ      $256, R10
+
+// FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
+#define FOLDBEHIND(skip) \
+	MOVQ R9, AX; \
+	SUBQ R10, AX; \
+	CMPQ AX, $(256+LAG); \
+	JB   skip; \
+	FOLDBLOCK; \
+skip:
+
+// PUTLEN writes the length in reg at R9 as 2 big-endian bytes, or as the escape 0xFFFF and
+// 4 bytes when it is 0xFFFF or more, and moves R9 past it.
+#define PUTLEN(reg, escape, done) \
+	CMPQ   reg, $0xFFFF; \
+	JAE    escape; \
+	MOVL   reg, AX; \
+	ROLW   $8, AX; \
+	MOVW   AX, (R9); \
+	ADDQ   $2, R9; \
+	JMP    done; \
+escape: \
+	MOVW   $0xFFFF, (R9); \
+	MOVL   reg, AX; \
+	BSWAPL AX; \
+	MOVL   AX, 2(R9); \
+	ADDQ   $6, R9; \
+done:
+
+// COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
+// goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
+// few bytes past DX after a length field). The last partial 64 bytes move under
+// a byte mask, so nothing outside the source or the frame is touched.
+#define COPY(l256, lfold, l64, ltail, done) \
+	MOVQ       DX, AX; \
+	SUBQ       R9, AX; \
+	CMPQ       R12, AX; \
+	JGT        fail; \
+	CMPQ       R12, $256; \
+	JB         l64; \
+l256: \
+	VMOVDQU64  (R11), Z15; \
+	VMOVDQU64  64(R11), Z16; \
+	VMOVDQU64  128(R11), Z17; \
+	VMOVDQU64  192(R11), Z18; \
+	VMOVDQU64  Z15, (R9); \
+	VMOVDQU64  Z16, 64(R9); \
+	VMOVDQU64  Z17, 128(R9); \
+	VMOVDQU64  Z18, 192(R9); \
+	ADDQ       $256, R11; \
+	ADDQ       $256, R9; \
+	SUBQ       $256, R12; \
+	FOLDBEHIND(lfold); \
+	CMPQ       R12, $256; \
+	JAE        l256; \
+l64: \
+	CMPQ       R12, $64; \
+	JB         ltail; \
+	VMOVDQU64  (R11), Z15; \
+	VMOVDQU64  Z15, (R9); \
+	ADDQ       $64, R11; \
+	ADDQ       $64, R9; \
+	SUBQ       $64, R12; \
+	JMP        l64; \
+ltail: \
+	TESTQ      R12, R12; \
+	JZ         done; \
+	BZHIQ      R12, R13, AX; \
+	KMOVQ      AX, K1; \
+	VMOVDQU8.Z (R11), K1, Z15; \
+	VMOVDQU64  Z15, (R9); \
+	ADDQ       R12, R9; \
+done:
+
+// func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)
+//
+// Records (64 bytes): Timestamp at 0, Headers at 16 (base, len), Body at 40 (base, len).
+// Headers (48 bytes): Name at 0, Value at 24. recMeta (16 bytes): lead at 0 (the magic byte
+// and the metered size, as the frame's first 4 bytes), its length in bytes at 4, the
+// frame's length at 8, and at 12 whether the frame has a timestamp. encode_amd64.go checks
+// these offsets at compile time.
+//
+// Registers: SI record, DI meta, CX records left, R8 end of all frames, DX end of this
+// frame, R9 write position, R10 fold position, BX header, R14 end of headers, R11/R12 copy
+// source and length, R13 all ones, AX scratch.
+TEXT ·encodeRecords(SB), NOSPLIT, $0-96
+	MOVQ      acc+0(FP), DI
+	VMOVDQU64 (DI), Z1
+	VMOVDQU64 64(DI), Z2
+	VMOVDQU64 128(DI), Z3
+	VMOVDQU64 192(DI), Z4
+	VMOVDQU64 k2048<>(SB), Z0
+	MOVQ      dst+8(FP), R10
+	MOVQ      w+16(FP), R9
+	ADDQ      R10, R9
+	MOVQ      end+24(FP), R8
+	ADDQ      R10, R8
+	MOVQ      recs_base+32(FP), SI
+	MOVQ      recs_len+40(FP), CX
+	MOVQ      metas_base+56(FP), DI
+	MOVQ      $-1, R13
+	TESTQ     CX, CX
+	JZ        drain
+
+record:
+	MOVL 8(DI), DX
+	ADDQ R9, DX     // the frame's end
+	CMPQ DX, R8
+	JA   fail
+	MOVL 0(DI), AX
+	MOVL AX, (R9)   // magic and metered size; a frame is at least 4 bytes
+	MOVL 4(DI), AX
+	ADDQ AX, R9
+	CMPL 12(DI), $0
+	JE   count
+	MOVQ 0(SI), AX
+	BSWAPQ AX
+	MOVQ AX, (R9)
+	ADDQ $8, R9
+
+count:
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 16(SI), BX // headers
+	MOVQ 24(SI), R12
+	LEAQ (R12)(R12*2), R14
+	SHLQ $4, R14
+	ADDQ BX, R14
+	PUTLEN(R12, countEscape, countDone)
+
+header:
+	CMPQ BX, R14
+	JAE  body
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 8(BX), R12
+	PUTLEN(R12, nameEscape, nameLen)
+	MOVQ 0(BX), R11
+	COPY(name256, nameFold, name64, nameTail, nameDone)
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 32(BX), R12
+	PUTLEN(R12, valueEscape, valueLen)
+	MOVQ 24(BX), R11
+	COPY(value256, valueFold, value64, valueTail, valueDone)
+	ADDQ $48, BX
+	JMP  header
+
+body:
+	MOVQ 40(SI), R11
+	MOVQ 48(SI), R12
+	COPY(body256, bodyFold, body64, bodyTail, bodyDone)
+	CMPQ R9, DX
+	JNE  fail
+	FOLDBEHIND(recordFold)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  record
+
+drain:
+	// The end: fold every whole block written.
+	MOVQ R9, AX
+	SUBQ R10, AX
+	CMPQ AX, $256
+	JB   done
+	FOLDBLOCK
+	JMP  drain
+
+done:
+	MOVQ      acc+0(FP), DI
+	VMOVDQU64 Z1, (DI)
+	VMOVDQU64 Z2, 64(DI)
+	VMOVDQU64 Z3, 128(DI)
+	VMOVDQU64 Z4, 192(DI)
+	VZEROUPPER
+	MOVQ      dst+8(FP), AX
+	SUBQ      AX, R9
+	SUBQ      AX, R10
+	MOVQ      R9, written+80(FP)
+	MOVQ      R10, folded+88(FP)
+	RET
+
+fail:
+	VZEROUPPER
+	MOVQ $-1, written+80(FP)
+	MOVQ $0, folded+88(FP)
+	RET

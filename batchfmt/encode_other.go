@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package batchfmt
+
+var recordKernel = false
+
+func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int) {
+	panic("batchfmt: no record kernel on this platform")
+}
