@@ -20,12 +20,6 @@ func updateVector(crc uint32, p []byte) uint32
 //go:noescape
 func foldBlocks(acc *[256]byte, p []byte)
 
-// copyFoldBlocks copies src to dst and folds each 256-byte block into acc, in one pass.
-// len(src) must be a multiple of 256 and len(dst) at least len(src).
-//
-//go:noescape
-func copyFoldBlocks(acc *[256]byte, dst, src []byte)
-
 // reduceBlock reduces the four 512-bit accumulators to the 32-bit running value (inverted, as
 // updateVector's).
 //

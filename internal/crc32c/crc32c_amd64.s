@@ -203,40 +203,6 @@ foldDone:
 	VZEROUPPER
 	RET
 
-// func copyFoldBlocks(acc *[256]byte, dst, src []byte)
-// len(src) % 256 == 0 and len(dst) >= len(src). Copies src to dst and folds each block in,
-// in one pass: each block is loaded once, stored, and folded from the registers.
-TEXT ·copyFoldBlocks(SB), NOSPLIT, $0-56
-	MOVQ      acc+0(FP), DI
-	MOVQ      dst_base+8(FP), DX
-	MOVQ      src_base+32(FP), SI
-	MOVQ      src_len+40(FP), CX
-	LOADACC
-	VMOVDQU64 k2048<>(SB), Z0
-	CMPQ      CX, $256
-	JB        copyDone
-
-copyLoop:
-	VMOVDQU64 (SI), Z11
-	VMOVDQU64 64(SI), Z12
-	VMOVDQU64 128(SI), Z13
-	VMOVDQU64 192(SI), Z14
-	VMOVDQU64 Z11, (DX)
-	VMOVDQU64 Z12, 64(DX)
-	VMOVDQU64 Z13, 128(DX)
-	VMOVDQU64 Z14, 192(DX)
-	FOLD4
-	ADDQ      $256, SI
-	ADDQ      $256, DX
-	SUBQ      $256, CX
-	CMPQ      CX, $256
-	JAE       copyLoop
-
-copyDone:
-	STOREACC
-	VZEROUPPER
-	RET
-
 // func reduceBlock(acc *[256]byte) uint32
 // Folds the four accumulators into one, 512 bits into the next, and reduces it to the
 // 32-bit running value.

@@ -5,10 +5,11 @@ import "hash/crc32"
 // BlockSize is the unit in which a Folder takes bytes.
 const BlockSize = 256
 
-// Folder computes the CRC-32C of bytes handed to it in order, in whole 256-byte blocks, and
-// can copy the bytes on the way: CopyBlocks loads each block once, stores it and folds it,
-// so that a copy and its checksum cost about what the copy alone does. Sum adds a
-// last, partial piece and returns the checksum of everything.
+// Folder computes the CRC-32C of bytes handed to it in order, in whole 256-byte blocks, so
+// that a writer can checksum what it has written so far while the bytes are still in the
+// nearest cache, instead of in one pass over the whole object at the end. Sum adds a last,
+// partial piece and returns the checksum of everything. A package with its own assembly
+// kernel can fold into the Folder's state directly (State, Advance).
 //
 // The vector state starts at zero, as if the stream's initial CRC register were zero; Sum
 // adds the standard initial value's share (all ones, shifted over the stream's length) at
@@ -42,24 +43,6 @@ func (f *Folder) Blocks(p []byte) {
 		f.crc = crc32.Update(f.crc, table, p)
 	}
 	f.n += len(p)
-}
-
-// CopyBlocks copies the longest prefix of src that is a whole number of blocks into dst,
-// folds it, and returns its length. dst must be at least that long.
-func (f *Folder) CopyBlocks(dst, src []byte) int {
-	n := len(src) &^ (BlockSize - 1)
-	if n == 0 {
-		return 0
-	}
-	dst = dst[:n] // panics if dst is too short, before any write
-	if useVector {
-		copyFoldBlocks(&f.acc, dst, src[:n])
-	} else {
-		copy(dst, src[:n])
-		f.crc = crc32.Update(f.crc, table, dst)
-	}
-	f.n += n
-	return n
 }
 
 // Gather copies pieces into dst one after another, starting at dst[w:], and folds the whole

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestFolder feeds random streams to a Folder in random pieces (folded in place, or copied
+// TestFolder feeds random streams to a Folder in random pieces (folded in place, or gathered
 // and folded) and checks Sum against hash/crc32 over the same bytes, and each copy.
 func TestFolder(t *testing.T) {
 	seed := uint64(rand.Int64())
@@ -35,10 +35,10 @@ func TestFolder(t *testing.T) {
 				copy(dst[off:off+n], src[off:off+n])
 				f.Blocks(dst[off : off+n])
 			} else {
-				extra := r.IntN(BlockSize) // a ragged source: only whole blocks are taken
+				extra := r.IntN(BlockSize) // a ragged end: only whole blocks are folded
 				end := min(off+n+extra, size)
-				if got := f.CopyBlocks(dst[off:], src[off:end]); got != (end-off)&^(BlockSize-1) {
-					t.Fatalf("round %d: CopyBlocks took %d of %d", round, got, end-off)
+				if got := f.Gather(dst[off:end], 0, [][]byte{src[off:end]}); got != (end-off)&^(BlockSize-1) {
+					t.Fatalf("round %d: Gather folded %d of %d", round, got, end-off)
 				} else {
 					n = got
 				}
@@ -89,35 +89,6 @@ func TestCombine(t *testing.T) {
 		if got != want {
 			t.Fatalf("Combine at %d of %d: %#x, want %#x", a, b, got, want)
 		}
-	}
-}
-
-// BenchmarkCopyFold compares a copy followed by a checksum, a copy alone, and CopyBlocks.
-func BenchmarkCopyFold(b *testing.B) {
-	for _, n := range []int{1 << 10, 64 << 10, 1 << 20} {
-		src, dst := make([]byte, n), make([]byte, n)
-		b.Run(fmt.Sprintf("size=%dKiB/copy+checksum", n>>10), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			for b.Loop() {
-				copy(dst, src)
-				Checksum(dst)
-			}
-		})
-		b.Run(fmt.Sprintf("size=%dKiB/copy", n>>10), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			for b.Loop() {
-				copy(dst, src)
-			}
-		})
-		b.Run(fmt.Sprintf("size=%dKiB/folder", n>>10), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			var f Folder
-			for b.Loop() {
-				f.Reset()
-				f.CopyBlocks(dst, src)
-				f.Sum(nil)
-			}
-		})
 	}
 }
 
