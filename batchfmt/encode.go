@@ -22,10 +22,11 @@ type Encoder struct {
 	metered int
 	err     error
 
-	// Uncompressed objects are checksummed while they are built: each append's bytes are
-	// gathered into buf by the fold kernel, which folds every 256-byte block of the payload
-	// into the CRC32C as soon as it is written; Finish folds the rest and puts the header's
-	// CRC32C in front. folded is the object offset up to which the payload has been folded.
+	// Uncompressed objects are checksummed while they are built: each append's records are
+	// written by the record kernel, or gathered by Folder.Gather, and every 256-byte block
+	// of the payload is folded into the CRC32C soon after it is written; Finish folds the
+	// rest and puts the header's CRC32C in front. folded is the object offset up to which
+	// the payload has been folded.
 	fold   crc32c.Folder
 	folded int
 

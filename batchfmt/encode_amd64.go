@@ -25,8 +25,8 @@ var recordKernel = crc32c.Vector()
 
 // encodeRecords writes the frames of recs, described by metas, to dst+w onwards and folds
 // each whole 256-byte block of dst, from its start, into acc as it is written (as
-// crc32c.Folder.Gather does). It writes nothing past dst+end plus 8 bytes, which the caller
-// must provide as spare capacity. It returns the offset after the last frame written and
+// crc32c.Folder.Gather does). It writes nothing past dst+end plus kernelSlack bytes, which
+// the caller must provide as spare capacity. It returns the offset after the last frame written and
 // the bytes folded; written == end unless a record's bytes disagree with its meta (a record
 // changed since it was sized), when it stops early and returns -1.
 //
