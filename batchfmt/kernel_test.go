@@ -22,14 +22,29 @@ func TestRecordKernelMatchesGo(t *testing.T) {
 		var ins []AppendInput
 		for a := 0; a < 1+r.IntN(5); a++ {
 			in := randAppend(r, round%4 == 0)
-			if r.IntN(3) == 0 { // long bodies, many blocks each
+			if r.IntN(2) == 0 { // sizes at the kernel's edges: 64-byte moves, 256-byte blocks
+				edge := func() int { return max(0, []int{64, 256, 1024}[r.IntN(3)]*r.IntN(4)+r.IntN(3)-1) }
 				for i := range in.Records {
-					if len(in.Records[i].Headers) == 1 && len(in.Records[i].Headers[0].Name) == 0 {
+					rec := &in.Records[i]
+					if len(rec.Headers) == 1 && len(rec.Headers[0].Name) == 0 {
 						continue // a command record's body is fixed by its command
 					}
-					in.Records[i].Body = randBytes(r, r.IntN(5000))
-					if in.MeteredSize() > MaxAppendBytes {
-						in.Records[i].Body = nil
+					rec.Body = randBytes(r, edge())
+					if r.IntN(3) == 0 {
+						rec.Body = randBytes(r, r.IntN(5000)) // long bodies, many blocks each
+					}
+					var h *Header
+					var was Header
+					if len(rec.Headers) > 0 && len(rec.Headers) < 10 {
+						h = &rec.Headers[r.IntN(len(rec.Headers))]
+						was = *h
+						h.Name, h.Value = randBytes(r, 1+edge()), randBytes(r, edge())
+					}
+					if in.MeteredSize() > MaxAppendBytes { // keep the append valid
+						rec.Body = nil
+						if h != nil {
+							*h = was
+						}
 					}
 				}
 			}
