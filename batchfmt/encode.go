@@ -201,8 +201,9 @@ func (e *Encoder) add(in *AppendInput) error {
 	return nil
 }
 
-// kernelSlack is the spare capacity the record kernel may write into past the last frame
-// (bytes of a length field it then finds do not fit).
+// kernelSlack is the spare capacity the record kernel may write into past the last frame: it
+// stores a piece's last partial 64 bytes whole (later frames overwrite the excess), and a
+// length field before it finds that a changed record no longer fits.
 const kernelSlack = 64
 
 // recMeta describes a record frame to the record kernel (encode_amd64.s).
@@ -222,7 +223,11 @@ func b2u(b bool) uint32 {
 
 // errChanged is the error for an append whose records changed while Add was encoding them
 // (another goroutine wrote to them): the bytes written disagree with the sizes measured.
+// written < 0 means the record kernel stopped at the first frame that disagreed.
 func errChanged(written, sized int) error {
+	if written < 0 {
+		return fmt.Errorf("%w: records changed while being encoded (a frame disagrees with the %d bytes sized)", ErrInvalid, sized)
+	}
 	return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, written, sized)
 }
 

@@ -74,8 +74,10 @@ done:
 
 // COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
 // goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
-// few bytes past DX after a length field). The last partial 64 bytes move under
-// a byte mask, so nothing outside the source or the frame is touched.
+// few bytes past DX after a length field). The last partial 64 bytes are loaded under a
+// byte mask, so nothing past the source is read, and stored whole: the excess, up to 63
+// bytes, is overwritten by the frames that follow or falls in the caller's kernelSlack
+// (an unmasked store is the cheaper one here, and no block is folded before it is final).
 #define COPY(l256, lfold, l64, ltail, done) \
 	MOVQ       DX, AX; \
 	SUBQ       R9, AX; \
