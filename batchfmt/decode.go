@@ -375,7 +375,12 @@ func (rp *recordParser) parse(p []byte, off int, r *Record) (next, metered int, 
 		if !ok || vl > len(p)-o || vl > rest {
 			return off, 0, frameError(frameValueLen, off, k, 0)
 		}
-		hdrs[k] = Header{Name: name, Value: p[o : o+vl : o+vl]}
+		// Field by field: a Header built whole goes through a stack temporary, copied 16
+		// bytes at a time from 8-byte stores, which the CPU cannot forward (a stall per
+		// header, measured at about 5 ns).
+		h := &hdrs[k]
+		h.Name = name
+		h.Value = p[o : o+vl : o+vl]
 		off = o + vl
 		rest -= vl
 		empty = empty || nl == 0
