@@ -7,9 +7,12 @@
 // equals crc32.Update(crc, table, p) for every input, on every platform: only the speed
 // differs. On amd64 CPUs with AVX-512 and VPCLMULQDQ, inputs of at least MinVectorLen bytes
 // are folded 256 bytes at a time with carry-less multiplication (four 512-bit accumulators,
-// then one, then a Barrett reduction; see crc32c_amd64.s), which runs at two to four times
-// the speed of the SSE4.2 CRC32 instruction the standard library uses. Everything else, and
-// the tail of fewer than 64 bytes, goes to hash/crc32.
+// then one, then a Barrett reduction; see crc32c_amd64.s), about twice the speed of the
+// SSE4.2 CRC32 instruction the standard library uses. Inputs of 47 KiB and more go through
+// a hybrid kernel that also runs the CRC32 instruction on three lanes beside the carry-less
+// multiplications, which are bound by their own execution unit: 64 GB/s against 53 GB/s
+// for folding alone and 25 GB/s for hash/crc32 on the development machine. Everything else,
+// and the tail of fewer than 64 bytes, goes to hash/crc32.
 //
 // The purego build tag, or a CPU without those features, selects hash/crc32 alone.
 package crc32c
@@ -34,9 +37,17 @@ func Checksum(p []byte) uint32 { return Update(0, p) }
 // Update returns the result of adding the bytes in p to crc.
 func Update(crc uint32, p []byte) uint32 {
 	if useVector && len(p) >= MinVectorLen {
-		n := len(p) &^ 63
-		crc = ^updateVector(^crc, p[:n])
-		p = p[n:]
+		reg := ^crc
+		if n := len(p) / hybridChunk * hybridChunk; n > 0 {
+			reg = updateHybrid(reg, p[:n])
+			p = p[n:]
+		}
+		if len(p) >= 256 {
+			n := len(p) &^ 63
+			reg = updateVector(reg, p[:n])
+			p = p[n:]
+		}
+		crc = ^reg
 	}
 	return crc32.Update(crc, table, p)
 }

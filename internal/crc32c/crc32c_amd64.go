@@ -25,3 +25,13 @@ func foldBlocks(acc *[256]byte, p []byte)
 //
 //go:noescape
 func reduceBlock(acc *[256]byte) uint32
+
+// hybridChunk is the unit of updateHybrid: 32 KiB folded by VPCLMULQDQ and three lanes of
+// 5 KiB checksummed by the CRC32 instruction at the same time.
+const hybridChunk = 32768 + 3*5120
+
+// updateHybrid is updateVector with the CRC32 instruction working beside the carry-less
+// multiplications, for long inputs; len(p) must be a multiple of hybridChunk.
+//
+//go:noescape
+func updateHybrid(crc uint32, p []byte) uint32

@@ -175,6 +175,96 @@ lanes:
 	MOVL AX, ret+32(FP)
 	RET
 
+// The hybrid kernel runs the CRC32 instruction beside the carry-less multiplications: they
+// use different execution units, and VPCLMULQDQ alone is bound by its own unit's throughput
+// (about 16 bytes per cycle here). A chunk of HYBRIDCHUNK bytes is 128 blocks of 256 bytes,
+// folded as in updateVector, followed by three lanes of HYBRIDLANE bytes, each checksummed
+// by the CRC32 instruction from a zero register; every loop step folds one block and takes
+// 40 bytes from each lane. At the chunk's end the blocks reduce to a register r, and the
+// lanes join it by Horner's rule: r = shift(r) ^ lane, three times, where shift multiplies
+// by x^(8*HYBRIDLANE) modulo P. The shift is one carry-less multiplication by khybrid,
+// x^(8*HYBRIDLANE-33) mod P (the product carries an extra factor x, and the CRC32
+// instruction that reduces it multiplies by x^32), then a CRC32 of the 64-bit product.
+#define HYBRIDLANE 5120
+#define HYBRIDVEC 32768
+
+DATA khybrid<>+0(SB)/8, $0xca110698
+GLOBL khybrid<>(SB), RODATA|NOPTR, $8
+
+// LANESTEP takes 8 bytes at offset off from each of the three lanes (R8 and HYBRIDLANE and
+// twice that past it) into R9, R10 and R11.
+#define LANESTEP(off) \
+	CRC32Q off(R8), R9; \
+	CRC32Q (HYBRIDLANE+off)(R8), R10; \
+	CRC32Q (2*HYBRIDLANE+off)(R8), R11
+
+// SHIFTIN sets AX to shift(AX) ^ lane (see above); khybrid is in X2. Clobbers X1 and BX.
+#define SHIFTIN(lane) \
+	MOVQ      AX, X1; \
+	PCLMULQDQ $0x00, X2, X1; \
+	MOVQ      X1, BX; \
+	XORL      AX, AX; \
+	CRC32Q    BX, AX; \
+	XORL      lane, AX
+
+// func updateHybrid(crc uint32, p []byte) uint32
+// len(p) is a multiple of HYBRIDCHUNK (HYBRIDVEC + 3*HYBRIDLANE = 48128); crc is the
+// inverted running value, as for updateVector.
+TEXT ·updateHybrid(SB), NOSPLIT, $0-36
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+
+hybridChunk:
+	VMOVDQU64 (SI), Z1
+	VMOVDQU64 64(SI), Z2
+	VMOVDQU64 128(SI), Z3
+	VMOVDQU64 192(SI), Z4
+	VMOVD     AX, X0     // zeroes the rest of Z0
+	VPXORQ    Z0, Z1, Z1 // the running value joins the chunk's first 32 bits
+	VMOVDQU64 k2048<>(SB), Z0
+	LEAQ      256(SI), DI
+	LEAQ      HYBRIDVEC(SI), R8
+	XORL      R9, R9
+	XORL      R10, R10
+	XORL      R11, R11
+	LANESTEP(0)
+	LANESTEP(8)
+	LANESTEP(16)
+	LANESTEP(24)
+	LANESTEP(32)
+	ADDQ      $40, R8
+	MOVQ      $127, DX
+
+hybridLoop:
+	VMOVDQU64 (DI), Z11
+	VMOVDQU64 64(DI), Z12
+	VMOVDQU64 128(DI), Z13
+	VMOVDQU64 192(DI), Z14
+	LANESTEP(0)
+	LANESTEP(8)
+	FOLD4
+	LANESTEP(16)
+	LANESTEP(24)
+	LANESTEP(32)
+	ADDQ      $256, DI
+	ADDQ      $40, R8
+	DECQ      DX
+	JNZ       hybridLoop
+
+	MERGE4
+	REDUCE
+	MOVQ khybrid<>(SB), X2
+	SHIFTIN(R9)
+	SHIFTIN(R10)
+	SHIFTIN(R11)
+	ADDQ $(HYBRIDVEC+3*HYBRIDLANE), SI
+	SUBQ $(HYBRIDVEC+3*HYBRIDLANE), CX
+	JNZ  hybridChunk
+
+	MOVL AX, ret+32(FP)
+	RET
+
 // func foldBlocks(acc *[256]byte, p []byte)
 // len(p) % 256 == 0. acc holds four unreduced 512-bit accumulators; each 256-byte block of
 // p is folded in, 64 bytes into each.

@@ -37,6 +37,30 @@ func TestMatchesStdlib(t *testing.T) {
 	}
 }
 
+// TestHybridChunks runs lengths at and around whole chunks of the hybrid kernel (where it
+// hands over to updateVector and then hash/crc32), from random running values.
+func TestHybridChunks(t *testing.T) {
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	r := rand.New(rand.NewPCG(seed, 5))
+	buf := make([]byte, 3*hybridChunk+1024)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for k := 1; k <= 3; k++ {
+		for _, d := range []int{-257, -256, -64, -1, 0, 1, 63, 64, 255, 256, 300, 1023, 1024} {
+			n := k*hybridChunk + d
+			if n > len(buf) {
+				continue
+			}
+			init := r.Uint32()
+			if got, want := Update(init, buf[:n]), crc32.Update(init, table, buf[:n]); got != want {
+				t.Fatalf("Update(%#x, %d bytes) = %#x, want %#x", init, n, got, want)
+			}
+		}
+	}
+}
+
 // TestSplits checks that Update composes: a checksum taken in pieces equals one taken whole.
 func TestSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
@@ -107,6 +131,7 @@ func TestConstants(t *testing.T) {
 		{"k128 hi", k(128 - 32), 0x14cd00bd6},
 		{"k64", k(64), 0xdd45aab8},
 		{"P", uint64(bits.Reverse32(poly))<<1 | 1, 0x105ec76f1},
+		{"khybrid", uint64(bits.Reverse32(xnmod(8*(hybridChunk-32768)/3 - 33))), 0xca110698},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: derived %#x, the kernel has %#x", c.name, c.got, c.want)
