@@ -212,26 +212,20 @@ func (b *Batch) index(nAppends, nRecords int) error {
 
 // readLen reads a 2-byte length at p[off:], with the 0xFFFF escape to 4 bytes. ok is false
 // when p is too short or an escape is not canonical.
+//
+// Small enough to be inlined (the parser calls it twice per header).
 func readLen(p []byte, off int) (n, next int, ok bool) {
 	if len(p)-off < 2 {
 		return 0, off, false
 	}
-	if n = int(p[off])<<8 | int(p[off+1]); n != lenEscape {
+	if n = int(binary.BigEndian.Uint16(p[off:])); n != lenEscape {
 		return n, off + 2, true
 	}
-	return readLongLen(p, off+2)
-}
-
-//go:noinline
-func readLongLen(p []byte, off int) (n, next int, ok bool) {
-	if len(p)-off < 4 {
+	if len(p)-off < 6 {
 		return 0, off, false
 	}
-	n = int(binary.BigEndian.Uint32(p[off:]))
-	if n < lenEscape { // escapes are canonical: only for values that need them
-		return 0, off, false
-	}
-	return n, off + 4, true
+	n = int(binary.BigEndian.Uint32(p[off+2:]))
+	return n, off + 6, n >= lenEscape // escapes are canonical: only for values that need them
 }
 
 // recordParser decodes record frames, reusing one header slice.
