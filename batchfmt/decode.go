@@ -504,9 +504,14 @@ func (it *Iterator) fail(err error) bool {
 	return false
 }
 
-// Record returns the current record. It is valid until the next call of Next; its byte
-// slices alias the batch's buffer and must not be modified.
-func (it *Iterator) Record() Record { return it.rec }
+// Record returns the current record. It is valid until the next call of Next, which reuses
+// it (copy the Record to keep it; its byte slices alias the batch's buffer either way), and
+// neither it nor its slices may be modified.
+//
+// It is a pointer, not a copy, for speed: the record was just written field by field, and
+// copying it whole at once stalls the CPU until those stores reach the cache (about 5 ns
+// per record measured with 1 KiB records, a tenth of decoding them).
+func (it *Iterator) Record() *Record { return &it.rec }
 
 // AppendIndex returns the index of the current record's append.
 func (it *Iterator) AppendIndex() int { return it.ai }

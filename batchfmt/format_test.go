@@ -474,7 +474,7 @@ func checkDecodes(t *testing.T, data []byte) {
 		if r.MeteredSize() > MaxAppendBytes {
 			t.Fatalf("record of %d metered bytes", r.MeteredSize())
 		}
-		cp := r
+		cp := *r
 		cp.Headers = append([]Header(nil), r.Headers...)
 		ins[it.AppendIndex()].Records = append(ins[it.AppendIndex()].Records, cp)
 		n++

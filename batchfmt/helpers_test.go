@@ -168,7 +168,7 @@ func checkBatch(t testing.TB, b *Batch, ins []AppendInput, skip map[int]bool) {
 		if n >= len(want) {
 			t.Fatalf("more records than the %d expected", len(want))
 		}
-		if err := recordsEqual(it.Record(), want[n]); err != nil {
+		if err := recordsEqual(*it.Record(), want[n]); err != nil {
 			t.Fatalf("record %d: %v", n, err)
 		}
 		if it.AppendIndex() != wantApp[n] {

@@ -70,7 +70,7 @@ type cursor struct {
 	valid bool
 	seq   uint64
 	ts    uint64
-	rec   batchfmt.Record
+	rec   *batchfmt.Record // the iterator's, valid until its next Next (in advance)
 }
 
 func (c *cursor) advance() bool {
