@@ -88,6 +88,10 @@ func (e *Encoder) Err() error { return e.err }
 // Add returns -1, and the error is kept for Err and Finish (the encoder refuses to produce an
 // object a reader would have to reject). Callers are expected to validate appends before
 // accepting them, so this is a safety net, not the place to report errors to users.
+//
+// The append must not change while Add runs (that would be a data race). Add reads each
+// record's fields more than once; a change between the reads that alters a frame's length
+// is reported as ErrInvalid, others may give an object that readers refuse as corrupt.
 func (e *Encoder) Add(in *AppendInput) (appendIndex int) {
 	if e.err != nil {
 		return -1
@@ -99,12 +103,12 @@ func (e *Encoder) Add(in *AppendInput) (appendIndex int) {
 		return -1
 	}
 	e.appends++
-	e.records += len(in.Records)
 	return e.appends - 1
 }
 
 func (e *Encoder) add(in *AppendInput) error {
-	n := len(in.Records)
+	recs := in.Records // read once: the count in the header, the sizes and the frames agree
+	n := len(recs)
 	if n == 0 || n > MaxAppendRecords {
 		return in.Validate() // reports the count rule
 	}
@@ -129,8 +133,8 @@ func (e *Encoder) add(in *AppendInput) error {
 		e.heads, e.pieces, e.metas = heads[:0], pieces[:0], metas[:0]
 	}()
 	metered, wire, gathered := 0, 0, 0
-	for i := range in.Records {
-		r := &in.Records[i]
+	for i := range recs {
+		r := &recs[i]
 		m, w, cmd := recordSize(r)
 		if cmd {
 			if err := r.Validate(); err != nil {
@@ -182,7 +186,7 @@ func (e *Encoder) add(in *AppendInput) error {
 	switch {
 	case kernel:
 		f := e.folded
-		written, folded := encodeRecords(e.fold.State(), &b[f], recStart-f, recStart+wire-f, in.Records, metas)
+		written, folded := encodeRecords(e.fold.State(), &b[f], recStart-f, recStart+wire-f, recs, metas)
 		if written != recStart+wire-f {
 			return errChanged(-1, wire)
 		}
@@ -198,6 +202,7 @@ func (e *Encoder) add(in *AppendInput) error {
 	}
 	e.buf = b
 	e.metered += metered
+	e.records += n
 	return nil
 }
 

@@ -18,6 +18,10 @@ var (
 	_ = [1]struct{}{}[unsafe.Sizeof(Header{})-48]
 	_ = [1]struct{}{}[unsafe.Offsetof(Header{}.Value)-24]
 	_ = [1]struct{}{}[unsafe.Sizeof(recMeta{})-16]
+	_ = [1]struct{}{}[unsafe.Offsetof(recMeta{}.lead)]
+	_ = [1]struct{}{}[unsafe.Offsetof(recMeta{}.leadN)-4]
+	_ = [1]struct{}{}[unsafe.Offsetof(recMeta{}.wire)-8]
+	_ = [1]struct{}{}[unsafe.Offsetof(recMeta{}.ts)-12]
 )
 
 // recordKernel reports whether uncompressed appends are written by encodeRecords.
@@ -28,7 +32,8 @@ var recordKernel = crc32c.Vector()
 // crc32c.Folder.Gather does). It writes nothing past dst+end plus kernelSlack bytes, which
 // the caller must provide as spare capacity. It returns the offset after the last frame written and
 // the bytes folded; written == end unless a record's bytes disagree with its meta (a record
-// changed since it was sized), when it stops early and returns -1.
+// changed since it was sized), when it stops early and returns -1. It encodes as many
+// records as both recs and metas hold.
 //
 //go:noescape
 func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)

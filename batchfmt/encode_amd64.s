@@ -125,7 +125,10 @@ done:
 // Headers (48 bytes): Name at 0, Value at 24. recMeta (16 bytes): lead at 0 (the magic byte
 // and the metered size, as the frame's first 4 bytes), its length in bytes at 4, the
 // frame's length at 8, and at 12 whether the frame has a timestamp. encode_amd64.go checks
-// these offsets at compile time.
+// these offsets at compile time. A record whose bytes no longer fit the length its meta
+// gives (it changed after it was sized) stops the kernel: every copy is checked against
+// the frame's end, and the frame must end exactly there. Changes that keep the length are
+// not detected here; the reader's checks refuse the object.
 //
 // Registers: SI record, DI meta, CX records left, R8 end of all frames, DX end of this
 // frame, R9 write position, R10 fold position, BX header, R14 end of headers, R11/R12 copy
@@ -144,6 +147,9 @@ TEXT ·encodeRecords(SB), NOSPLIT, $0-96
 	ADDQ      R10, R8
 	MOVQ      recs_base+32(FP), SI
 	MOVQ      recs_len+40(FP), CX
+	MOVQ      metas_len+64(FP), AX
+	CMPQ      AX, CX
+	CMOVQLT   AX, CX // as many records as both slices hold
 	MOVQ      metas_base+56(FP), DI
 	MOVQ      $-1, R13
 	TESTQ     CX, CX
@@ -199,7 +205,18 @@ body:
 	COPY(body256, bodyFold, body64, bodyTail, bodyDone)
 	CMPQ R9, DX
 	JNE  fail
-	FOLDBEHIND(recordFold)
+
+recordFold:
+	// Fold every block now LAG behind: records without a piece of 256 bytes or more
+	// fold nothing while they are copied.
+	MOVQ R9, AX
+	SUBQ R10, AX
+	CMPQ AX, $(256+LAG)
+	JB   recordNext
+	FOLDBLOCK
+	JMP  recordFold
+
+recordNext:
 	ADDQ $64, SI
 	ADDQ $16, DI
 	DECQ CX

@@ -2,6 +2,7 @@ package batchfmt
 
 import (
 	"bytes"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -119,5 +120,96 @@ func TestRecordKernelStopsAtEnd(t *testing.T) {
 				t.Fatalf("shrink %d: byte %d past the end plus slack was written", shrink, i-wire)
 			}
 		}
+	}
+}
+
+// kernelMetas sizes recs as Encoder.add does for the record kernel.
+func kernelMetas(recs []Record) ([]recMeta, int) {
+	var metas []recMeta
+	wire := 0
+	for i := range recs {
+		m, w, cmd := recordSize(&recs[i])
+		magic, varlen := frameLead(m, cmd, recs[i].HasTimestamp)
+		metas = append(metas, recMeta{lead: uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))), leadN: uint32(1 + varlen), wire: uint32(w), ts: b2u(recs[i].HasTimestamp)})
+		wire += w
+	}
+	return metas, wire
+}
+
+// TestRecordKernelRefusesChangedRecords hands the kernel records that no longer match the
+// sizes it is given, as if another goroutine had changed them after sizing: headers that
+// appeared (their length fields then end past the frame, which only a signed bound test
+// catches), and more records than metas. It must refuse or stop short, write nothing past
+// the end plus the slack, and leave the checksum state alone when it refuses.
+func TestRecordKernelRefusesChangedRecords(t *testing.T) {
+	if !recordKernel {
+		t.Skip("no record kernel on this platform")
+	}
+	guard := func(t *testing.T, buf []byte, end int) {
+		t.Helper()
+		for i := end + kernelSlack; i < len(buf); i++ {
+			if buf[i] != 0xA5 {
+				t.Fatalf("byte %d past the end was written", i-end)
+			}
+		}
+	}
+	for _, nl := range []int{1, 63, 1000} {
+		recs := []Record{{Headers: []Header{{Name: bytes.Repeat([]byte("k"), nl), Value: []byte("v")}}}}
+		metas, wire := kernelMetas([]Record{{}}) // sized without the header
+		buf := bytes.Repeat([]byte{0xA5}, wire+kernelSlack+2048)
+		var f crc32c.Folder
+		before := *f.State()
+		if written, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, metas); written != -1 {
+			t.Fatalf("name of %d bytes: the kernel wrote %d bytes and reported no mismatch", nl, written)
+		}
+		guard(t, buf, wire)
+		if *f.State() != before {
+			t.Fatalf("name of %d bytes: the checksum state changed on a refusal", nl)
+		}
+	}
+	// One record more than metas, with room past its end holding what a reused scratch
+	// could: the kernel must take only the records both slices describe.
+	recs := []Record{{Body: []byte("abc")}, {HasTimestamp: true, Timestamp: ^uint64(0)}}
+	metas, wire := kernelMetas(recs[:1])
+	backing := append(metas, recMeta{leadN: 4000, ts: 1})
+	buf := bytes.Repeat([]byte{0xA5}, wire+8192)
+	var f crc32c.Folder
+	if written, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, backing[:1]); written != wire {
+		t.Fatalf("more records than metas: written %d, want the %d bytes of the first", written, wire)
+	}
+	guard(t, buf, wire)
+}
+
+// TestRecordKernelEscapedNames covers header names whose length needs the 0xFFFF escape,
+// which random records never reach.
+func TestRecordKernelEscapedNames(t *testing.T) {
+	kernelOn := recordKernel
+	defer func() { recordKernel = kernelOn }()
+	for _, nl := range []int{0xFFFE, 0xFFFF, 0x10000, 200000} {
+		in := AppendInput{Records: []Record{
+			{HasTimestamp: true, Timestamp: 0x0102030405060708, Headers: []Header{{Name: bytes.Repeat([]byte("n"), nl), Value: []byte("v")}}, Body: []byte("b")},
+			{},
+		}}
+		var objs [][]byte
+		for _, k := range []bool{kernelOn, false} {
+			recordKernel = k
+			e := NewEncoder(CompressionNone)
+			if e.Add(&in) < 0 {
+				t.Fatal(e.Err())
+			}
+			obj, err := e.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs = append(objs, bytes.Clone(obj))
+		}
+		if !bytes.Equal(objs[0], objs[1]) {
+			t.Fatalf("name of %d bytes: the record kernel's object differs from the portable path's", nl)
+		}
+		b, err := decodeChecked(objs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBatch(t, b, []AppendInput{in}, nil)
 	}
 }

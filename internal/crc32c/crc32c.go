@@ -11,8 +11,9 @@
 // SSE4.2 CRC32 instruction the standard library uses. Inputs of 47 KiB and more go through
 // a hybrid kernel that also runs the CRC32 instruction on three lanes beside the carry-less
 // multiplications, which are bound by their own execution unit: 64 GB/s against 53 GB/s
-// for folding alone and 25 GB/s for hash/crc32 on the development machine. Everything else,
-// and the tail of fewer than 64 bytes, goes to hash/crc32.
+// for folding alone and 25 GB/s for hash/crc32 on the development machine. Inputs shorter
+// than MinVectorLen, and the last bytes of longer ones (fewer than 64, or fewer than 256
+// after the hybrid kernel's chunks), go to hash/crc32.
 //
 // The purego build tag, or a CPU without those features, selects hash/crc32 alone.
 package crc32c
@@ -22,8 +23,9 @@ import "hash/crc32"
 // Size is the size of a CRC-32C checksum in bytes.
 const Size = 4
 
-// MinVectorLen is the shortest input handed to the vector kernel; shorter inputs gain
-// nothing from it.
+// MinVectorLen is the shortest input handed to the vector kernels; shorter inputs gain
+// nothing from them. (What is left of a longer input after the hybrid kernel's chunks goes
+// to the folding kernel from 256 bytes on.)
 const MinVectorLen = 1024
 
 var table = crc32.MakeTable(crc32.Castagnoli)

@@ -4,12 +4,14 @@ package crc32c
 
 import "golang.org/x/sys/cpu"
 
+// useVector selects the kernels below. SSE4.2 is for the CRC32 instruction of the hybrid
+// kernel; AVX-512 BW and BMI2 are for batchfmt's record kernel, which folds into State.
 var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ &&
-	cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2 // BW and BMI2 for batchfmt's record kernel, which folds with State
+	cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2 && cpu.X86.HasSSE42
 
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value. len(p) must be at least
-// 256 and a multiple of 256.
+// 256 and a multiple of 64.
 //
 //go:noescape
 func updateVector(crc uint32, p []byte) uint32

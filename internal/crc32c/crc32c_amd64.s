@@ -6,8 +6,8 @@
 // Generic Polynomials Using PCLMULQDQ Instruction" (2009), widened to AVX-512.
 //
 // Each fold constant pair is, for a fold distance of D bits, x^(D+32) mod P (low qword) and
-// x^(D-32) mod P (high qword), bit-reflected and shifted left by one; gen_test.go derives
-// every constant below from the polynomial and checks it.
+// x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
+// (crc32c_test.go) derives every constant below from the polynomial and checks it.
 
 // Fold by 2048 bits: four 512-bit accumulators, 256 bytes per step.
 DATA k2048<>+0(SB)/8, $0xdcb17aa4
@@ -177,7 +177,8 @@ lanes:
 
 // The hybrid kernel runs the CRC32 instruction beside the carry-less multiplications: they
 // use different execution units, and VPCLMULQDQ alone is bound by its own unit's throughput
-// (about 16 bytes per cycle here). A chunk of HYBRIDCHUNK bytes is 128 blocks of 256 bytes,
+// (about 16 bytes per cycle here). A chunk (hybridChunk in Go: HYBRIDVEC + 3*HYBRIDLANE =
+// 48128 bytes) is 128 blocks of 256 bytes,
 // folded as in updateVector, followed by three lanes of HYBRIDLANE bytes, each checksummed
 // by the CRC32 instruction from a zero register; every loop step folds one block and takes
 // 40 bytes from each lane. At the chunk's end the blocks reduce to a register r, and the
@@ -208,7 +209,7 @@ GLOBL khybrid<>(SB), RODATA|NOPTR, $8
 	XORL      lane, AX
 
 // func updateHybrid(crc uint32, p []byte) uint32
-// len(p) is a multiple of HYBRIDCHUNK (HYBRIDVEC + 3*HYBRIDLANE = 48128); crc is the
+// len(p) is a multiple of the chunk (HYBRIDVEC + 3*HYBRIDLANE = 48128); crc is the
 // inverted running value, as for updateVector.
 TEXT ·updateHybrid(SB), NOSPLIT, $0-36
 	MOVL crc+0(FP), AX

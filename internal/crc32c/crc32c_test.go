@@ -131,12 +131,32 @@ func TestConstants(t *testing.T) {
 		{"k128 hi", k(128 - 32), 0x14cd00bd6},
 		{"k64", k(64), 0xdd45aab8},
 		{"P", uint64(bits.Reverse32(poly))<<1 | 1, 0x105ec76f1},
+		{"mu", barrettMu(), 0xdea713f1},
 		{"khybrid", uint64(bits.Reverse32(xnmod(8*(hybridChunk-32768)/3 - 33))), 0xca110698},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: derived %#x, the kernel has %#x", c.name, c.got, c.want)
 		}
 	}
+}
+
+// barrettMu returns mu = floor(x^64 / P) for the Barrett reduction, bit-reflected over its
+// 33 coefficients (x^32 in bit 0, x^0 in bit 32), by long division.
+func barrettMu() uint64 {
+	const p = 1<<32 | 0x1EDC6F41
+	var q, rem uint64
+	for i := 64; i >= 0; i-- { // bring down the coefficient of x^i: 1 for x^64, else 0
+		rem <<= 1
+		if i == 64 {
+			rem |= 1
+		}
+		q <<= 1
+		if rem&(1<<32) != 0 {
+			rem ^= p
+			q |= 1
+		}
+	}
+	return bits.Reverse64(q) >> 31
 }
 
 func FuzzUpdate(f *testing.F) {
