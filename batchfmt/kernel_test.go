@@ -183,26 +183,12 @@ func TestRecordKernelRefusesChangedRecords(t *testing.T) {
 // TestRecordKernelEscapedNames covers header names whose length needs the 0xFFFF escape,
 // which random records never reach.
 func TestRecordKernelEscapedNames(t *testing.T) {
-	kernelOn := recordKernel
-	defer func() { recordKernel = kernelOn }()
 	for _, nl := range []int{0xFFFE, 0xFFFF, 0x10000, 200000} {
 		in := AppendInput{Records: []Record{
 			{HasTimestamp: true, Timestamp: 0x0102030405060708, Headers: []Header{{Name: bytes.Repeat([]byte("n"), nl), Value: []byte("v")}}, Body: []byte("b")},
 			{},
 		}}
-		var objs [][]byte
-		for _, k := range []bool{kernelOn, false} {
-			recordKernel = k
-			e := NewEncoder(CompressionNone)
-			if e.Add(&in) < 0 {
-				t.Fatal(e.Err())
-			}
-			obj, err := e.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs = append(objs, bytes.Clone(obj))
-		}
+		objs := encodeBothWays(t, in)
 		if !bytes.Equal(objs[0], objs[1]) {
 			t.Fatalf("name of %d bytes: the record kernel's object differs from the portable path's", nl)
 		}
@@ -212,4 +198,26 @@ func TestRecordKernelEscapedNames(t *testing.T) {
 		}
 		checkBatch(t, b, []AppendInput{in}, nil)
 	}
+}
+
+// encodeBothWays encodes one append into an uncompressed object with the record kernel
+// (where it is built; else the portable path again) and with the portable path.
+func encodeBothWays(t *testing.T, in AppendInput) [2][]byte {
+	t.Helper()
+	kernelOn := recordKernel
+	defer func() { recordKernel = kernelOn }()
+	var objs [2][]byte
+	for i, k := range []bool{kernelOn, false} {
+		recordKernel = k
+		e := NewEncoder(CompressionNone)
+		if e.Add(&in) < 0 {
+			t.Fatal(e.Err())
+		}
+		obj, err := e.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[i] = bytes.Clone(obj)
+	}
+	return objs
 }
