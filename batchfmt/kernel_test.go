@@ -221,3 +221,48 @@ func encodeBothWays(t *testing.T, in AppendInput) [2][]byte {
 	}
 	return objs
 }
+
+// FuzzRecordKernel builds an append from the fuzzer's bytes (record count, header counts,
+// name, value and body lengths, timestamps, all taken from the input) and requires the
+// record kernel and the portable path to write the same object, which must decode to the
+// same records.
+func FuzzRecordKernel(f *testing.F) {
+	f.Add([]byte{3, 1, 0x80, 5, 2, 9, 200, 0, 70, 1, 1, 64, 255})
+	f.Add(bytes.Repeat([]byte{0x41}, 300))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		next := func() int { // the next input byte, or 0 past the end
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return int(b)
+		}
+		filler := bytes.Repeat([]byte("0123456789abcdef"), 300)
+		piece := func(n int) []byte { return filler[:n%len(filler)] }
+		var in AppendInput
+		for n := 1 + next()%8; n > 0; n-- {
+			var r Record
+			if ts := next(); ts&1 == 1 {
+				r.HasTimestamp, r.Timestamp = true, uint64(ts)<<40|uint64(next())
+			}
+			for h := next() % 4; h > 0; h-- {
+				r.Headers = append(r.Headers, Header{Name: piece(1 + next()*3), Value: piece(next() * 7)})
+			}
+			r.Body = piece(next() * 13)
+			in.Records = append(in.Records, r)
+		}
+		if err := in.Validate(); err != nil {
+			t.Skip()
+		}
+		objs := encodeBothWays(t, in)
+		if !bytes.Equal(objs[0], objs[1]) {
+			t.Fatalf("the record kernel's object differs from the portable path's (%d vs %d bytes)", len(objs[0]), len(objs[1]))
+		}
+		b, err := decodeChecked(objs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBatch(t, b, []AppendInput{in}, nil)
+	})
+}
