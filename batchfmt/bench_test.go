@@ -54,6 +54,20 @@ func benchAppends(bodySize, total int) ([]AppendInput, int, int) {
 	return ins, n, bytes
 }
 
+// encodeAll empties e and encodes ins into one object, which stays valid until e's next
+// Reset; any error fails the benchmark.
+func encodeAll(b *testing.B, e *Encoder, ins []AppendInput) []byte {
+	e.Reset()
+	for i := range ins {
+		e.Add(&ins[i])
+	}
+	obj, err := e.Finish()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return obj
+}
+
 func reportRecords(b *testing.B, records int) {
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
@@ -63,25 +77,14 @@ func BenchmarkEncode(b *testing.B) {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		for _, c := range []Compression{CompressionNone, CompressionZstd} {
 			e := NewEncoder(c)
-			for i := range ins {
-				e.Add(&ins[i])
-			}
-			if _, err := e.Finish(); err != nil {
-				b.Fatal(err)
-			}
+			encodeAll(b, e, ins)
 			payload := append([]byte(nil), e.buf[HeaderSize:]...)
 			name := fmt.Sprintf("body=%d/%v", size, c)
 			b.Run(name+"/batchfmt", func(b *testing.B) {
 				b.SetBytes(int64(nbytes))
 				b.ReportAllocs()
 				for b.Loop() {
-					e.Reset()
-					for i := range ins {
-						e.Add(&ins[i])
-					}
-					if _, err := e.Finish(); err != nil {
-						b.Fatal(err)
-					}
+					encodeAll(b, e, ins)
 				}
 				reportRecords(b, nrec)
 			})
@@ -107,14 +110,7 @@ func BenchmarkDecode(b *testing.B) {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		for _, c := range []Compression{CompressionNone, CompressionZstd} {
 			e := NewEncoder(c)
-			for i := range ins {
-				e.Add(&ins[i])
-			}
-			obj, err := e.Finish()
-			if err != nil {
-				b.Fatal(err)
-			}
-			obj = append([]byte(nil), obj...)
+			obj := append([]byte(nil), encodeAll(b, e, ins)...)
 			name := fmt.Sprintf("body=%d/%v", size, c)
 			if c == CompressionZstd {
 				b.Logf("%s: payload %d bytes, stored %d (ratio %.2f)", name, len(e.buf)-HeaderSize, len(obj)-HeaderSize-TrailerSize, float64(len(e.buf)-HeaderSize)/float64(len(obj)-HeaderSize-TrailerSize))
@@ -190,27 +186,12 @@ func BenchmarkRatio(b *testing.B) {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		for _, c := range []Compression{CompressionNone, CompressionZstd} {
 			e := NewEncoder(c)
-			for i := range ins {
-				e.Add(&ins[i])
-			}
-			o, err := e.Finish()
-			if err != nil {
-				b.Fatal(err)
-			}
-			obj := append([]byte(nil), o...)
+			obj := append([]byte(nil), encodeAll(b, e, ins)...)
 			payload := append([]byte(nil), e.buf[HeaderSize:]...)
 			stored := obj[HeaderSize : len(obj)-TrailerSize]
 			dst := make([]byte, 0, max(len(obj), zstdEncoder().MaxEncodedSize(len(payload)), len(payload)))
 			var d Decoder
-			encode := func() {
-				e.Reset()
-				for i := range ins {
-					e.Add(&ins[i])
-				}
-				if _, err := e.Finish(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			encode := func() { encodeAll(b, e, ins) }
 			encodeBase := func() {
 				if c == CompressionNone {
 					dst = append(dst[:0], payload...)
@@ -235,7 +216,10 @@ func BenchmarkRatio(b *testing.B) {
 			decodeBase := func() {
 				if c == CompressionNone {
 					dst = append(dst[:0], obj...)
-				} else if dst, err = zstdDecoder().DecodeAll(stored, dst[:0]); err != nil {
+					return
+				}
+				var err error
+				if dst, err = zstdDecoder().DecodeAll(stored, dst[:0]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -268,15 +252,7 @@ func BenchmarkRatio(b *testing.B) {
 func BenchmarkIterate(b *testing.B) {
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
-		e := NewEncoder(CompressionNone)
-		for i := range ins {
-			e.Add(&ins[i])
-		}
-		obj, err := e.Finish()
-		if err != nil {
-			b.Fatal(err)
-		}
-		batch, err := Decode(append([]byte(nil), obj...))
+		batch, err := Decode(append([]byte(nil), encodeAll(b, NewEncoder(CompressionNone), ins)...))
 		if err != nil {
 			b.Fatal(err)
 		}
