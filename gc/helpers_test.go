@@ -56,12 +56,6 @@ func (f *faultStore) advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func (f *faultStore) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
 func (f *faultStore) fix(info objectstore.ObjectInfo) objectstore.ObjectInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()

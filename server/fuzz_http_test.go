@@ -338,10 +338,3 @@ func TestHTTPSlowBody(t *testing.T) {
 		}
 	}
 }
-
-func firstLine(b []byte) string {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return string(b[:i])
-	}
-	return string(b)
-}

@@ -30,9 +30,6 @@ const MinVectorLen = 1024
 
 var table = crc32.MakeTable(crc32.Castagnoli)
 
-// Table returns the hash/crc32 table of the Castagnoli polynomial.
-func Table() *crc32.Table { return table }
-
 // Checksum returns the CRC-32C checksum of p.
 func Checksum(p []byte) uint32 { return Update(0, p) }
 
