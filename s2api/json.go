@@ -92,7 +92,7 @@ func ParseFormat(h string) (Format, error) {
 	return FormatRaw, Errorf(CodeBadHeader, "S2-Format must be raw or base64, not %q", h)
 }
 
-func (f Format) decode(s string, what string) ([]byte, error) {
+func (f Format) decode(s string) ([]byte, error) {
 	if f == FormatRaw {
 		return []byte(s), nil
 	}
@@ -102,9 +102,15 @@ func (f Format) decode(s string, what string) ([]byte, error) {
 		if b2, err2 := base64.RawStdEncoding.DecodeString(s); err2 == nil {
 			return b2, nil
 		}
-		return nil, &Error{Code: CodeBadJSON, Message: fmt.Sprintf("%s is not valid base64", what), Err: err}
+		return nil, err
 	}
 	return b, nil
+}
+
+// badBase64 is the error for a field (what) that decode refused; the label is built only
+// then, not for every field decoded.
+func badBase64(what string, err error) error {
+	return &Error{Code: CodeBadJSON, Message: fmt.Sprintf("%s is not valid base64", what), Err: err}
 }
 
 func (f Format) encode(b []byte) string {
@@ -191,21 +197,21 @@ func DecodeAppendInputJSON(data []byte, f Format) (batchfmt.AppendInput, error) 
 		if len(jr.Headers) > 0 {
 			r.Headers = make([]batchfmt.Header, len(jr.Headers))
 			for j, h := range jr.Headers {
-				name, err := f.decode(h.Name, fmt.Sprintf("records[%d].headers[%d].name", i, j))
+				name, err := f.decode(h.Name)
 				if err != nil {
-					return batchfmt.AppendInput{}, err
+					return batchfmt.AppendInput{}, badBase64(fmt.Sprintf("records[%d].headers[%d].name", i, j), err)
 				}
-				value, err := f.decode(h.Value, fmt.Sprintf("records[%d].headers[%d].value", i, j))
+				value, err := f.decode(h.Value)
 				if err != nil {
-					return batchfmt.AppendInput{}, err
+					return batchfmt.AppendInput{}, badBase64(fmt.Sprintf("records[%d].headers[%d].value", i, j), err)
 				}
 				r.Headers[j] = batchfmt.Header{Name: name, Value: value}
 			}
 		}
 		if jr.Body != nil {
-			body, err := f.decode(*jr.Body, fmt.Sprintf("records[%d].body", i))
+			body, err := f.decode(*jr.Body)
 			if err != nil {
-				return batchfmt.AppendInput{}, err
+				return batchfmt.AppendInput{}, badBase64(fmt.Sprintf("records[%d].body", i), err)
 			}
 			r.Body = body
 		}
@@ -266,19 +272,19 @@ func DecodeReadBatchJSON(data []byte, f Format) (ReadBatch, error) {
 	for i, r := range in.Records {
 		sr := SequencedRecord{SeqNum: r.SeqNum, Timestamp: r.Timestamp}
 		for _, h := range r.Headers {
-			n, err := f.decode(h.Name, "header name")
+			n, err := f.decode(h.Name)
 			if err != nil {
-				return ReadBatch{}, err
+				return ReadBatch{}, badBase64("header name", err)
 			}
-			v, err := f.decode(h.Value, "header value")
+			v, err := f.decode(h.Value)
 			if err != nil {
-				return ReadBatch{}, err
+				return ReadBatch{}, badBase64("header value", err)
 			}
 			sr.Headers = append(sr.Headers, batchfmt.Header{Name: n, Value: v})
 		}
-		body, err := f.decode(r.Body, "body")
+		body, err := f.decode(r.Body)
 		if err != nil {
-			return ReadBatch{}, err
+			return ReadBatch{}, badBase64("body", err)
 		}
 		sr.Body = body
 		out.Records[i] = sr

@@ -108,15 +108,8 @@ func DecodeStreamPositionProto(b []byte, p *StreamPosition) error {
 }
 
 func appendHeaderField(b []byte, num protowire.Number, h batchfmt.Header) []byte {
-	size := 0
-	if len(h.Name) > 0 {
-		size += 1 + protowire.SizeBytes(len(h.Name))
-	}
-	if len(h.Value) > 0 {
-		size += 1 + protowire.SizeBytes(len(h.Value))
-	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendVarint(b, uint64(sizeHeader(h)))
 	if len(h.Name) > 0 {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendBytes(b, h.Name)

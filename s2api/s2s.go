@@ -68,6 +68,10 @@ func frameErr(format string, args ...any) error {
 	return &frameError{msg: fmt.Sprintf(format, args...)}
 }
 
+// gzipWriters keeps gzip writers between frames: a new one allocates about 800 KB of
+// compressor state, and a read session compresses every frame of 1 KiB or more.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
 // AppendFrame appends the wire form of f to dst, compressing a regular frame's body with
 // f.Compression. A terminal frame is never compressed.
 func AppendFrame(dst []byte, f Frame) ([]byte, error) {
@@ -87,11 +91,14 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 		case CompressionGzip:
 			flag |= FlagGzip
 			var buf bytes.Buffer
-			zw := gzip.NewWriter(&buf)
-			if _, err := zw.Write(body); err != nil {
-				return dst, err
+			zw := gzipWriters.Get().(*gzip.Writer)
+			zw.Reset(&buf)
+			_, err := zw.Write(body)
+			if err == nil {
+				err = zw.Close()
 			}
-			if err := zw.Close(); err != nil {
+			gzipWriters.Put(zw)
+			if err != nil {
 				return dst, err
 			}
 			body = buf.Bytes()

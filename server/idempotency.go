@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/sha256"
-	"net/http"
 	"sync"
 )
 
@@ -28,26 +27,15 @@ type idempotency struct {
 	order []idemKey // FIFO eviction
 }
 
-// recorder captures a handler's answer.
+// recorder captures a handler's answer: its status (as statusWriter does) and its body.
 type recorder struct {
-	http.ResponseWriter
-	status int
-	body   []byte
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
+	statusWriter
+	body []byte
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
 	r.body = append(r.body, b...)
-	return r.ResponseWriter.Write(b)
+	return r.statusWriter.Write(b)
 }
 
 // idempotent runs create (which reads the body through q and writes the answer) unless the
@@ -73,7 +61,7 @@ func (s *Server) idempotent(q *request, create func(q *request, body []byte)) {
 		_, _ = q.w.Write(e.resp)
 		return
 	}
-	rec := &recorder{ResponseWriter: q.w}
+	rec := &recorder{statusWriter: statusWriter{ResponseWriter: q.w}}
 	q2 := *q
 	q2.w = rec
 	create(&q2, body)

@@ -376,14 +376,13 @@ type sink interface {
 
 type sseSink struct {
 	s      *Server
-	q      *request
 	rc     *http.ResponseController
 	sse    *s2api.SSEWriter
 	format s2api.Format
 }
 
 func (k *sseSink) start(s *Server, q *request) error {
-	k.s, k.q = s, q
+	k.s = s
 	k.rc = http.NewResponseController(q.w)
 	_ = k.rc.SetReadDeadline(time.Time{})
 	h := q.w.Header()
@@ -392,10 +391,6 @@ func (k *sseSink) start(s *Server, q *request) error {
 	h.Set("X-Accel-Buffering", "no")
 	q.w.WriteHeader(http.StatusOK)
 	k.sse = s2api.NewSSEWriter(q.w)
-	return k.rc.Flush()
-}
-
-func (k *sseSink) flush() error {
 	return k.rc.Flush()
 }
 
@@ -410,7 +405,7 @@ func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) err
 	if err != nil {
 		return err
 	}
-	return k.flush()
+	return k.rc.Flush()
 }
 
 func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
@@ -418,13 +413,13 @@ func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
 	if err := k.sse.Ping(uint64(k.s.opts.now().UnixMilli()), &tail); err != nil {
 		return err
 	}
-	return k.flush()
+	return k.rc.Flush()
 }
 
 func (k *sseSink) fail(err error) {
 	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
 	if k.sse.Error(err) == nil {
-		_ = k.flush()
+		_ = k.rc.Flush()
 	}
 }
 

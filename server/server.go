@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -233,7 +235,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st == 0 {
 			st = http.StatusOK
 		}
-		s.requests.WithLabelValues(req.route, fmt.Sprint(st)).Inc()
+		s.requests.WithLabelValues(req.route, strconv.Itoa(st)).Inc()
 	}()
 
 	// Unary calls get whole-request deadlines (a long poll may wait up to MaxWaitSecs); the
@@ -424,7 +426,7 @@ func (s *Server) readBody(q *request) ([]byte, error) {
 
 // decodeJSON parses a JSON body into v (an empty body leaves v as it is).
 func decodeJSON(b []byte, v any) error {
-	if len(strings.TrimSpace(string(b))) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
