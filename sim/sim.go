@@ -181,7 +181,6 @@ type member struct {
 	start     uint64 // the group's checkpoint when it joined
 	recs      []consumer.Record
 	ackedThru uint64 // first seq_num not acknowledged by it (start if none)
-	crashed   bool
 }
 
 type harness struct {
@@ -670,8 +669,6 @@ func (h *harness) runMember(ctx, pctx context.Context, name string, ps *procStor
 	// waiting, so its context ends when the target is known.
 	nctx, ncancel := context.WithCancel(pctx)
 	defer ncancel()
-	stopWatch := context.AfterFunc(pctx, ncancel)
-	defer stopWatch()
 	targetKnown := func() (uint64, bool) {
 		select {
 		case <-h.targetSet:
@@ -741,7 +738,6 @@ read:
 		}
 	}
 	if ps.isDead() {
-		m.crashed = true
 		dead, cancel := context.WithCancel(context.Background())
 		cancel()
 		c.Close(dead)
@@ -778,7 +774,7 @@ func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithCancel(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
 		cut := r.IntN(5) == 0
 		if cut {
 			pctx, cancel = context.WithTimeout(ctx, time.Duration(r.IntN(300))*time.Millisecond)
@@ -786,10 +782,14 @@ func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 		rep, err := col.Pass(pctx, h.sc.ManifestPath, h.sc.DataPrefix)
 		cancel()
 		if cut && err != nil {
-			if col, err = gc.NewCollector(h.shared, h.gcConfig()); err != nil {
-				h.violate("gc: %v", err)
+			// A pass cut short leaves the collector to be rebuilt; its error is still
+			// checked below.
+			nc, cerr := gc.NewCollector(h.shared, h.gcConfig())
+			if cerr != nil {
+				h.violate("gc: %v", cerr)
 				return
 			}
+			col = nc
 		}
 		h.mu.Lock()
 		h.gcPasses++

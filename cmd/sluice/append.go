@@ -187,7 +187,6 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		if err != nil {
 			return e.streamErr(name, appendErr(err))
 		}
-		stats.appended.Add(int64(len(in.Records)))
 		// The printer drains tickets until the channel is closed, even after a failure.
 		tickets <- appendTicket{t: t, records: len(in.Records)}
 		return nil
@@ -280,10 +279,9 @@ type appendTicket struct {
 
 // appendStats are append's progress counters.
 type appendStats struct {
-	start    time.Time
-	read     atomic.Int64
-	appended atomic.Int64
-	acked    atomic.Int64
+	start time.Time
+	read  atomic.Int64
+	acked atomic.Int64
 }
 
 func (s *appendStats) report(w io.Writer, final bool) {

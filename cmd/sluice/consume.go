@@ -179,6 +179,7 @@ func (e *libEnv) consumeErr(name, group string, err error) error {
 
 func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consumeFlags, name string, tail uint64) error {
 	var buf bytes.Buffer
+	out := newJSONOut(&buf) // flushed into buf for each chunk, so reusable
 	next, _ := c.Checkpoint()
 	for {
 		if f.stopAtTail && next >= tail {
@@ -201,7 +202,6 @@ func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consum
 			chunk := recs[:n]
 			recs = recs[n:]
 			buf.Reset()
-			out := newJSONOut(&buf)
 			if err := writeRecords(out, f.format, chunk); err != nil {
 				return err
 			}

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,22 +42,6 @@ func run(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "sluice:", ee.err)
-		}
-		return ee.code
-	}
 	fmt.Fprintln(os.Stderr, "sluice:", err)
 	return 1
 }
-
-// exitError carries a specific exit code.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return fmt.Sprint(e.err) }
-func (e *exitError) Unwrap() error { return e.err }

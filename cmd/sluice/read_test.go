@@ -336,8 +336,10 @@ func TestConsumeExec(t *testing.T) {
 func TestConsumeFollowSIGTERMAndFencing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c *cli) {
 		c.ok("", "stream", "create", "q")
-		// A following member; each record echoes to its stdout. The command ignores SIGTERM, so
-		// a run that SIGTERM interrupts still exits 0 and its record is acknowledged.
+		// A following member; each record echoes to its stdout (the command ignores SIGTERM).
+		// SIGTERM arrives while the member waits at the tail, with no command running: it
+		// exits 0 and writes its acknowledgements. (Forwarding SIGTERM to a running command
+		// and --stop-timeout are not exercised here.)
 		a := c.start("consume", "q", "--group", "g", "--format", "raw", "--ack-interval", "1h", "--exec", "trap '' TERM; cat")
 		c.ok("r0\nr1\nr2\n", "append", "q")
 		for i := range 3 {

@@ -38,15 +38,13 @@ func parseJSONRecord(line []byte, b64 bool) (batchfmt.Record, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return batchfmt.Record{}, errors.New("trailing data after the JSON record")
 	}
-	decode := func(what, s string) ([]byte, error) {
+	// decode's error is wrapped by the caller, so that a field's label is built only when
+	// it fails.
+	decode := func(s string) ([]byte, error) {
 		if !b64 {
 			return []byte(s), nil
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s is not base64: %w", what, err)
-		}
-		return b, nil
+		return base64.StdEncoding.DecodeString(s)
 	}
 	var rec batchfmt.Record
 	if rj.Timestamp != nil {
@@ -56,19 +54,19 @@ func parseJSONRecord(line []byte, b64 bool) (batchfmt.Record, error) {
 		if len(h) != 2 {
 			return batchfmt.Record{}, fmt.Errorf("header %d: want a [name, value] pair, got %d strings", i, len(h))
 		}
-		n, err := decode(fmt.Sprintf("header %d name", i), h[0])
+		n, err := decode(h[0])
 		if err != nil {
-			return batchfmt.Record{}, err
+			return batchfmt.Record{}, fmt.Errorf("header %d name is not base64: %w", i, err)
 		}
-		v, err := decode(fmt.Sprintf("header %d value", i), h[1])
+		v, err := decode(h[1])
 		if err != nil {
-			return batchfmt.Record{}, err
+			return batchfmt.Record{}, fmt.Errorf("header %d value is not base64: %w", i, err)
 		}
 		rec.Headers = append(rec.Headers, batchfmt.Header{Name: n, Value: v})
 	}
-	body, err := decode("body", rj.Body)
+	body, err := decode(rj.Body)
 	if err != nil {
-		return batchfmt.Record{}, err
+		return batchfmt.Record{}, fmt.Errorf("body is not base64: %w", err)
 	}
 	rec.Body = body
 	return rec, nil

@@ -10,7 +10,6 @@ const defaultStore = "file://./sluice-data"
 // globals are the flags every command has.
 type globals struct {
 	store     string
-	config    string
 	logLevel  string
 	logFormat string
 }
@@ -44,7 +43,7 @@ Store URLs:
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.store, "store", defaultStore, "object store URL")
-	pf.StringVar(&g.config, "config", "", "YAML config file whose keys are flag names")
+	pf.String("config", "", "YAML config file whose keys are flag names") // read by applyConfig
 	pf.Var(newEnum(&g.logLevel, "info", "debug", "info", "warn", "error"), "log-level", "log level: debug, info, warn or error")
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
