@@ -24,8 +24,9 @@ import (
 // Each event ends with an empty line. Data that holds newlines is split over several
 // "data:" lines, as the SSE format requires.
 type SSEWriter struct {
-	w   io.Writer
-	buf []byte
+	w    io.Writer
+	buf  []byte // the event being written
+	data []byte // a batch's JSON, reused from batch to batch
 }
 
 // NewSSEWriter writes events to w.
@@ -71,7 +72,8 @@ func (s *SSEWriter) Event(event, id string, data []byte) error {
 
 // Batch writes a batch event with the session's running totals in its id.
 func (s *SSEWriter) Batch(b *ReadBatch, f Format, lastSeqNum, records, bytes uint64) error {
-	return s.Event("batch", BatchEventID(lastSeqNum, records, bytes), EncodeReadBatchJSON(b, f))
+	s.data = AppendReadBatchJSON(s.data[:0], b, f)
+	return s.Event("batch", BatchEventID(lastSeqNum, records, bytes), s.data)
 }
 
 // PingEvent is the data of a ping event.
