@@ -190,14 +190,25 @@ func AppendAppendRecordProto(b []byte, r *batchfmt.Record) []byte {
 
 // DecodeAppendRecordProto decodes one AppendRecord.
 func DecodeAppendRecordProto(b []byte) (batchfmt.Record, error) {
+	var slab []batchfmt.Header
+	return decodeAppendRecord(b, &slab)
+}
+
+// decodeAppendRecord decodes one AppendRecord, appending its headers to *slab (shared by
+// the records of one input, so that headers cost no allocation per record).
+func decodeAppendRecord(b []byte, slab *[]batchfmt.Header) (batchfmt.Record, error) {
 	var r batchfmt.Record
 	it := fieldIter{b: b, msg: "AppendRecord"}
+	start := len(*slab)
 	for {
 		num, typ, v, bs, ok, err := it.next()
 		if err != nil {
 			return r, err
 		}
 		if !ok {
+			if n := len(*slab); n > start {
+				r.Headers = (*slab)[start:n:n]
+			}
 			return r, nil
 		}
 		switch num {
@@ -214,7 +225,7 @@ func DecodeAppendRecordProto(b []byte) (batchfmt.Record, error) {
 			if err != nil {
 				return r, err
 			}
-			r.Headers = append(r.Headers, h)
+			*slab = append(*slab, h)
 		case 3:
 			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
 				return r, err
@@ -248,6 +259,7 @@ func AppendAppendInputProto(b []byte, in *batchfmt.AppendInput) []byte {
 // the append limits: call Validate on the result.
 func DecodeAppendInputProto(b []byte) (batchfmt.AppendInput, error) {
 	var in batchfmt.AppendInput
+	var headers []batchfmt.Header // the records' headers, one slab for all
 	it := fieldIter{b: b, msg: "AppendInput"}
 	for {
 		num, typ, v, bs, ok, err := it.next()
@@ -265,7 +277,7 @@ func DecodeAppendInputProto(b []byte) (batchfmt.AppendInput, error) {
 			if len(in.Records) >= 1<<20 {
 				return batchfmt.AppendInput{}, protoErr(it.msg, "too many records")
 			}
-			r, err := DecodeAppendRecordProto(bs)
+			r, err := decodeAppendRecord(bs, &headers)
 			if err != nil {
 				return batchfmt.AppendInput{}, err
 			}
