@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 	"github.com/sluice-dev/sluice/producer"
 )
 
@@ -64,10 +65,10 @@ func benchStream(b *testing.B, store objectstore.Store, comp batchfmt.Compressio
 // store, without and with zstd. Metered MB/s come from SetBytes; records/s is reported.
 func BenchmarkRead(b *testing.B) {
 	const objects, perObject, bodySize = 32, 1000, 256
-	for _, be := range backends {
+	for _, be := range storetest.Backends {
 		for _, comp := range []batchfmt.Compression{batchfmt.CompressionNone, batchfmt.CompressionZstd} {
-			b.Run(be.name+"/"+comp.String(), func(b *testing.B) {
-				store := be.open(b)
+			b.Run(be.Name+"/"+comp.String(), func(b *testing.B) {
+				store := be.New(b)
 				records, metered := benchStream(b, store, comp, objects, perObject, bodySize)
 				ctx := context.Background()
 				snap, err := manifest.Load(ctx, store, "ingest/manifest")
@@ -150,7 +151,7 @@ func BenchmarkAppendToDelivery(b *testing.B) {
 			b.Run(fmt.Sprintf("flush=%v/%s", flush, mode), func(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				store := backends[1].open(b) // file
+				store := storetest.File(b)
 				pcfg := producer.DefaultConfig()
 				pcfg.ObjectStore = store
 				pcfg.FlushInterval = flush

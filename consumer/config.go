@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -132,8 +133,8 @@ func (c *Config) Validate() error {
 	if c.MaxBatchRecords < 1 {
 		bad("max batch records %d must be >= 1", c.MaxBatchRecords)
 	}
-	if c.MaxBatchBytes < 8 {
-		bad("max batch bytes %d must be >= 8 (one empty record)", c.MaxBatchBytes)
+	if c.MaxBatchBytes < batchfmt.MinBatchBytes {
+		bad("max batch bytes %d must be >= %d (one empty record)", c.MaxBatchBytes, batchfmt.MinBatchBytes)
 	}
 	if c.AckInterval <= 0 {
 		bad("ack interval %v must be > 0", c.AckInterval)

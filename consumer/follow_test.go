@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
 // collect reads batches from s in a goroutine and sends them on the returned channel.
@@ -52,7 +53,7 @@ func await(t *testing.T, out <-chan Batch, errc <-chan error, n int) []Record {
 // TestFollowNotifier: with polling effectively off (one hour), a follower is woken by the
 // Notifier for every commit.
 func TestFollowNotifier(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		rng := rand.New(rand.NewPCG(seed(t), 6))
@@ -87,7 +88,7 @@ func TestFollowNotifier(t *testing.T) {
 // TestFollowPolls: without notifications a follower polls the manifest with conditional GETs
 // (answered "not modified" while nothing changes) and picks up a commit.
 func TestFollowPolls(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, base objectstore.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, base objectstore.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cs := &countingStore{Store: base, prefix: "ingest/", polled: make(chan struct{}, 1)}

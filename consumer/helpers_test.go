@@ -17,29 +17,8 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
-	"github.com/sluice-dev/sluice/objectstore/storetest"
 	"github.com/sluice-dev/sluice/producer"
 )
-
-// backends are the stores every read test runs on; S3 skips unless SLUICE_TEST_S3_URL is set.
-var backends = []struct {
-	name string
-	open func(t testing.TB) objectstore.Store
-}{
-	{"mem", func(t testing.TB) objectstore.Store {
-		s := objectstore.NewMemStore()
-		t.Cleanup(func() { s.Close() })
-		return s
-	}},
-	{"file", storetest.File},
-	{"s3", storetest.S3},
-}
-
-func forEachBackend(t *testing.T, fn func(t *testing.T, store objectstore.Store)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b.open(t)) })
-	}
-}
 
 // seed returns the test's random seed (SLUICE_TEST_SEED replays one) and logs it.
 func seed(t testing.TB) uint64 {

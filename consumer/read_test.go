@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
 // expectations computed from the writer's records.
@@ -52,7 +53,7 @@ func limit(want []wantRec, count, bytes, until *uint64) []wantRec {
 }
 
 func TestStartPositions(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
 		rng := rand.New(rand.NewPCG(seed(t), 1))
 		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
 		f.standard(rng, 10)
@@ -112,7 +113,7 @@ func TestStartPositions(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
 		rng := rand.New(rand.NewPCG(seed(t), 2))
 		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionZstd)
 		f.standard(rng, 8)
@@ -298,7 +299,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCorruptAndMissingObjects(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, store objectstore.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
 		ctx := context.Background()
 		rng := rand.New(rand.NewPCG(seed(t), 5))
 		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)

@@ -106,19 +106,14 @@ type Record struct {
 
 // Command returns the command name of a command record ("fence", "trim"), or "".
 func (r *Record) Command() string {
-	if len(r.Headers) == 1 && len(r.Headers[0].Name) == 0 {
-		return string(r.Headers[0].Value)
-	}
-	return ""
+	b := batchfmt.Record{Headers: r.Headers, Body: r.Body}
+	return b.Command()
 }
 
 // MeteredSize is the record's metered size (see batchfmt.Record.MeteredSize).
 func (r *Record) MeteredSize() int {
-	n := 8 + len(r.Body)
-	for _, h := range r.Headers {
-		n += 2 + len(h.Name) + len(h.Value)
-	}
-	return n
+	b := batchfmt.Record{Headers: r.Headers, Body: r.Body}
+	return b.MeteredSize()
 }
 
 // Batch is what one Next or Read returns: records in seq_num order, the stream's tail as the
@@ -230,7 +225,7 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 	for {
 		left := r.cfg.MaxBatchRecords - len(out.Records)
 		leftBytes := r.cfg.MaxBatchBytes - outBytes
-		if left <= 0 || leftBytes < 8 {
+		if left <= 0 || leftBytes < batchfmt.MinBatchBytes {
 			return out, nil
 		}
 		first := len(out.Records) == 0
@@ -238,15 +233,13 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 		if first {
 			rctx = waitCtx
 		}
-		b, err := s.read(rctx, left, leftBytes, req.Follow && first)
+		b, n, err := s.read(rctx, left, leftBytes, req.Follow && first)
 		if first && req.Wait > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			b.Tail, b.NextSeq = s.Tail(), s.Position()
 			return b, nil // waited the whole Wait for nothing
 		}
 		out.Tail, out.NextSeq = b.Tail, b.NextSeq
-		for i := range b.Records {
-			outBytes += b.Records[i].MeteredSize()
-		}
+		outBytes += n
 		out.Records = append(out.Records, b.Records...)
 		if errors.Is(err, ErrDone) {
 			return out, nil

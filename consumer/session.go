@@ -28,8 +28,7 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	st   *manifest.State
-	view atomic.Pointer[manifest.State] // st, readable without mu (State)
+	st atomic.Pointer[manifest.State] // the manifest state last read; readable without mu (State)
 	// onRefresh, if set, checks every newer manifest; its error ends the read (a Consumer
 	// uses it to stop as soon as a newer member appears).
 	onRefresh func(*manifest.State) error
@@ -125,12 +124,12 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 	}
 	start = max(start, readable)
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Session{r: r, req: req, ctx: sctx, cancel: cancel, st: st, version: version, idx: idx,
+	s := &Session{r: r, req: req, ctx: sctx, cancel: cancel, version: version, idx: idx,
 		next: start, planned: start, minTS: minTS, stopAt: math.MaxUint64}
 	if !req.Follow {
 		s.stopAt = tail.SeqNum
 	}
-	s.view.Store(st)
+	s.st.Store(st)
 	return s, nil
 }
 
@@ -145,12 +144,12 @@ func (s *Session) Position() uint64 {
 func (s *Session) Tail() manifest.Position {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.Tail
+	return s.st.Load().Tail
 }
 
 // State is the manifest state the session last read (do not modify it). It does not wait for
 // a Next in progress.
-func (s *Session) State() *manifest.State { return s.view.Load() }
+func (s *Session) State() *manifest.State { return s.st.Load() }
 
 // Next returns the next batch: at least one record, at most Config.MaxBatchRecords records and
 // MaxBatchBytes metered bytes (a single larger record comes alone). It blocks while the
@@ -162,7 +161,7 @@ func (s *Session) State() *manifest.State { return s.view.Load() }
 // whose error is set without losing records it was never shown.
 func (s *Session) Next(ctx context.Context) (Batch, error) {
 	for {
-		b, err := s.read(ctx, s.r.cfg.MaxBatchRecords, s.r.cfg.MaxBatchBytes, true)
+		b, _, err := s.read(ctx, s.r.cfg.MaxBatchRecords, s.r.cfg.MaxBatchBytes, true)
 		if err != nil || len(b.Records) > 0 {
 			return deferErr(b, err)
 		}
@@ -184,11 +183,11 @@ func deferErr(b Batch, err error) (Batch, error) {
 // (carrying the tail) and no error. It always waits for objects being fetched. Like Next, it
 // never returns records together with an error.
 func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
-	if maxRecords < 1 || maxBytes < 8 {
+	if maxRecords < 1 || maxBytes < batchfmt.MinBatchBytes {
 		return Batch{}, fmt.Errorf("%w: read limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
 	}
 	for {
-		b, err := s.read(ctx, maxRecords, maxBytes, wait)
+		b, _, err := s.read(ctx, maxRecords, maxBytes, wait)
 		if err != nil || len(b.Records) > 0 || !wait {
 			return deferErr(b, err)
 		}
@@ -209,63 +208,61 @@ func (s *Session) Close() error {
 	return nil
 }
 
-func (s *Session) batch(recs []Record) Batch {
+// batch wraps recs, whose metered size is n, and counts them as delivered.
+func (s *Session) batch(recs []Record, n int) Batch {
 	if len(recs) > 0 {
-		var n int
-		for i := range recs {
-			n += recs[i].MeteredSize()
-		}
 		s.r.m.records.Add(float64(len(recs)))
 		s.r.m.bytes.Add(float64(n))
 	}
-	return Batch{Records: recs, Tail: s.st.Tail, NextSeq: s.next}
+	return Batch{Records: recs, Tail: s.st.Load().Tail, NextSeq: s.next}
 }
 
 func (s *Session) limitReached() bool {
 	return s.req.Count != nil && s.count >= *s.req.Count
 }
 
-// read is the session's engine. wait: block at the tail when following.
-func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
+// read is the session's engine. wait: block at the tail when following. It returns the
+// batch, the metered size of its records, and an error.
+func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx.Err() != nil {
-		return Batch{}, ErrClosed
+		return Batch{}, 0, ErrClosed
 	}
 	if s.err != nil {
-		return s.batch(nil), s.err
+		return s.batch(nil, 0), 0, s.err
 	}
 	out := make([]Record, 0, min(maxRecords, 256))
 	outBytes := 0
 	for {
 		if s.ctx.Err() != nil {
-			return s.batch(out), ErrClosed
+			return s.batch(out, outBytes), outBytes, ErrClosed
 		}
 		if !s.done && s.limitReached() {
 			s.done = true
 		}
 		if s.done {
 			if len(out) > 0 {
-				return s.batch(out), nil
+				return s.batch(out, outBytes), outBytes, nil
 			}
-			return s.batch(nil), ErrDone
+			return s.batch(nil, 0), 0, ErrDone
 		}
 		if s.cur != nil {
 			if s.pull(&out, &outBytes, maxRecords, maxBytes) {
-				return s.batch(out), nil
+				return s.batch(out, outBytes), outBytes, nil
 			}
 			if s.done {
 				continue
 			}
 			if err := s.cur.it.Err(); err != nil {
-				return s.fail(out, s.objectErr(&s.cur.e, ErrCorrupt, err))
+				return s.fail(out, outBytes, objectErr(&s.cur.e, ErrCorrupt, err))
 			}
 			s.next = max(s.next, s.cur.e.EndSeq())
 			s.cur = nil
 			continue
 		}
 		if err := s.fill(ctx); err != nil {
-			return s.fail(out, err)
+			return s.fail(out, outBytes, err)
 		}
 		if len(s.queue) > 0 {
 			f := s.queue[0]
@@ -273,13 +270,13 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 				select {
 				case <-f.done:
 				default:
-					return s.batch(out), nil // deliver what we have rather than wait
+					return s.batch(out, outBytes), outBytes, nil // deliver what we have rather than wait
 				}
 			}
 			select {
 			case <-f.done:
 			case <-ctx.Done():
-				return s.batch(out), ctx.Err()
+				return s.batch(out, outBytes), outBytes, ctx.Err()
 			}
 			s.queue = s.queue[1:]
 			s.queued -= int64(f.e.ObjectBytes)
@@ -287,7 +284,7 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 				if errors.Is(f.err, ErrMissingObject) {
 					gone, err := s.droppedByRetention(ctx, &f.e)
 					if err != nil {
-						return s.fail(out, err)
+						return s.fail(out, outBytes, err)
 					}
 					if gone {
 						s.r.cfg.Logger.Info("object dropped by retention while reading; skipping its records",
@@ -296,32 +293,32 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 						continue
 					}
 				}
-				return s.fail(out, f.err)
+				return s.fail(out, outBytes, f.err)
 			}
 			s.cur = &cursor{e: f.e, it: f.batch.Iter(f.e.IsRejected), clock: f.e.Clock(), nextSeq: f.e.FirstSeq}
 			continue
 		}
 		// At the tail of the manifest we hold.
 		if len(out) > 0 {
-			return s.batch(out), nil
+			return s.batch(out, outBytes), outBytes, nil
 		}
 		if !s.req.Follow {
 			s.done = true // a read without Follow ends at the tail it saw when it opened
 			continue
 		}
 		var wake <-chan struct{}
-		if s.r.cfg.Notifier != nil && s.req.Follow && wait {
+		if s.r.cfg.Notifier != nil && wait {
 			wake = s.r.cfg.Notifier.Wait(s.r.cfg.ManifestPath)
 		}
 		changed, err := s.refresh(ctx)
 		if err != nil {
-			return s.fail(nil, err)
+			return s.fail(nil, 0, err)
 		}
 		if changed {
 			continue
 		}
 		if !wait {
-			return s.batch(nil), nil
+			return s.batch(nil, 0), 0, nil
 		}
 		t := time.NewTimer(s.r.cfg.PollInterval)
 		select {
@@ -329,21 +326,22 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return s.batch(nil), ctx.Err()
+			return s.batch(nil, 0), 0, ctx.Err()
 		case <-s.ctx.Done():
 			t.Stop()
-			return s.batch(nil), ErrClosed
+			return s.batch(nil, 0), 0, ErrClosed
 		}
 		t.Stop()
 	}
 }
 
-// fail records a permanent error; records already collected are returned with it.
-func (s *Session) fail(out []Record, err error) (Batch, error) {
+// fail records a permanent error; records already collected (n metered bytes) are returned
+// with it.
+func (s *Session) fail(out []Record, n int, err error) (Batch, int, error) {
 	if ctxErr := s.ctx.Err(); ctxErr == nil && !isCtxErr(err) {
 		s.err = err
 	}
-	return s.batch(out), err
+	return s.batch(out, n), n, err
 }
 
 func isCtxErr(err error) bool {
@@ -419,7 +417,7 @@ var errEnough = errors.New("enough entries")
 func (s *Session) fill(ctx context.Context) error {
 	depth := s.r.cfg.ReadAheadDepth
 	for len(s.queue) < depth && (len(s.queue) == 0 || s.queued < s.r.cfg.ReadAheadBytes) {
-		if s.planned >= min(s.st.Tail.SeqNum, s.stopAt) {
+		if s.planned >= min(s.st.Load().Tail.SeqNum, s.stopAt) {
 			return nil
 		}
 		var batch []manifest.Entry
@@ -451,7 +449,7 @@ func (s *Session) fill(ctx context.Context) error {
 			if err := walk(); err != nil {
 				return err
 			}
-			if s.planned >= min(s.st.Tail.SeqNum, s.stopAt) {
+			if s.planned >= min(s.st.Load().Tail.SeqNum, s.stopAt) {
 				return nil
 			}
 		}
@@ -545,10 +543,6 @@ func objectErr(e *manifest.Entry, kind, err error) *ObjectError {
 	return &ObjectError{Key: e.Key, FirstSeq: e.FirstSeq, EndSeq: e.EndSeq(), Kind: kind, Err: err}
 }
 
-func (s *Session) objectErr(e *manifest.Entry, kind, err error) *ObjectError {
-	return objectErr(e, kind, err)
-}
-
 // refresh re-reads the manifest if it changed (conditional GET). It reports whether the
 // stream has moved past what the session had planned.
 func (s *Session) refresh(ctx context.Context) (bool, error) {
@@ -576,11 +570,11 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.r.m.polls.WithLabelValues("changed").Inc()
-	if st.Generation != s.st.Generation {
+	if st.Generation != s.st.Load().Generation {
 		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.ManifestPath)
 	}
-	s.st, s.version, s.idx = st, version, s.idx.WithState(st)
-	s.view.Store(st)
+	s.st.Store(st)
+	s.version, s.idx = version, s.idx.WithState(st)
 	if s.onRefresh != nil {
 		if err := s.onRefresh(st); err != nil {
 			return false, err
@@ -601,7 +595,7 @@ func (s *Session) droppedByRetention(ctx context.Context, e *manifest.Entry) (bo
 	if _, err := s.refresh(ctx); err != nil {
 		return false, err
 	}
-	if e.EndSeq() <= s.st.FirstSeq() {
+	if e.EndSeq() <= s.st.Load().FirstSeq() {
 		return true, nil
 	}
 	found, ok, err := s.idx.FindSeq(ctx, e.FirstSeq)

@@ -231,9 +231,7 @@ func (c *Collector) state(s Stream) *streamState {
 
 // Forget drops what the collector remembers about a stream (for streams that are gone).
 func (c *Collector) Forget(manifestPath, dataPrefix string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.streams, Stream{manifestPath, dataPrefix})
+	c.forget(Stream{manifestPath, dataPrefix})
 }
 
 // Pass runs one pass over the stream (manifestPath, dataPrefix); see the package doc for the
@@ -576,7 +574,8 @@ func (c *Collector) deleteOnEmpty(ctx context.Context, s Stream, st *streamState
 		return fmt.Errorf("gc: delete_on_empty: empty manifest %s: %w", s.ManifestPath, err)
 	}
 	c.cfg.Logger.Info("delete_on_empty: deleting the stream", "manifest", s.ManifestPath, "empty_since", since)
-	return c.finishDelete(ctx, s, rep)
+	c.finishDelete(ctx, s, rep)
+	return nil
 }
 
 // anyObjectLeft reports whether any batch or segment object remains (within the list budget;
@@ -611,14 +610,13 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
 // finishDelete completes a deletion after the manifest became a tombstone: it removes the
 // probe. The tombstone stays (see manifest.Create): deleting the key would race with a
 // re-creation of the stream, since the store has no conditional delete.
-func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) error {
+func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) {
 	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil {
 		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix), "err", err)
 	}
 	rep.StreamDeleted = true
 	c.m.streamsDeleted.Inc()
 	c.forget(s)
-	return nil
 }
 
 // forget drops the collector's memory of a stream.

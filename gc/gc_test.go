@@ -657,7 +657,6 @@ func TestProbeReuse(t *testing.T) {
 }
 
 func TestKeyShapes(t *testing.T) {
-	ctx := context.Background()
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
 	s := newStream(t, fs, manifest.DefaultConfig(), func(c *producer.Config) { c.MaxGroupBatches = 1 })
 	for range manifest.MaxRecentEntries + 1 {
@@ -682,7 +681,6 @@ func TestKeyShapes(t *testing.T) {
 			t.Fatalf("%q taken for a batch or segment key", k)
 		}
 	}
-	_ = ctx
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -15,66 +15,56 @@ import (
 // SLUICE_TEST_S3_URL is set): with a long grace period nothing is deleted; with a short one the
 // orphans go once the store's clock has moved past it, and the referenced objects stay.
 func TestPassOnStores(t *testing.T) {
-	for _, be := range []struct {
-		name string
-		open func(testing.TB) objectstore.Store
-	}{
-		{"mem", func(testing.TB) objectstore.Store { return objectstore.NewMemStore() }},
-		{"file", storetest.File},
-		{"s3", storetest.S3},
-	} {
-		t.Run(be.name, func(t *testing.T) {
-			ctx := context.Background()
-			store := be.open(t)
-			s := newStream(t, store, manifest.DefaultConfig(), nil)
-			for range 3 {
-				s.object(2)
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
+		ctx := context.Background()
+		s := newStream(t, store, manifest.DefaultConfig(), nil)
+		for range 3 {
+			s.object(2)
+		}
+		var orphans []string
+		for i := range 3 {
+			k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
+			if _, err := objectstore.PutBytes(ctx, store, k, []byte("orphan"), objectstore.IfAbsent()); err != nil {
+				t.Fatal(err)
 			}
-			var orphans []string
-			for i := range 3 {
-				k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
-				if _, err := objectstore.PutBytes(ctx, store, k, []byte("orphan"), objectstore.IfAbsent()); err != nil {
-					t.Fatal(err)
-				}
-				orphans = append(orphans, k)
+			orphans = append(orphans, k)
+		}
+		rep, err := Pass(ctx, store, mpath, dpre, testConfig(time.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Deleted != 0 || rep.Young != 3 || rep.Referenced != 3 {
+			t.Fatalf("10-minute grace: %+v", rep)
+		}
+		cfg := testConfig(time.Now)
+		cfg.GracePeriod = time.Millisecond
+		c, err := NewCollector(store, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := 0
+		guard := time.Now().Add(20 * time.Second)
+		for deleted < len(orphans) {
+			if time.Now().After(guard) {
+				t.Fatalf("orphans not collected: %d of %d deleted", deleted, len(orphans))
 			}
-			rep, err := Pass(ctx, store, mpath, dpre, testConfig(time.Now))
+			time.Sleep(50 * time.Millisecond) // let the store's clock (1 s resolution on S3) move
+			rep, err := c.Pass(ctx, mpath, dpre)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Deleted != 0 || rep.Young != 3 || rep.Referenced != 3 {
-				t.Fatalf("10-minute grace: %+v", rep)
+			if rep.Referenced != 3 {
+				t.Fatalf("referenced %d: %+v", rep.Referenced, rep)
 			}
-			cfg := testConfig(time.Now)
-			cfg.GracePeriod = time.Millisecond
-			c, err := NewCollector(store, cfg)
-			if err != nil {
-				t.Fatal(err)
+			deleted += rep.Deleted
+		}
+		for _, k := range orphans {
+			if _, err := store.Head(ctx, k); err == nil {
+				t.Fatalf("orphan %s still there", k)
 			}
-			deleted := 0
-			guard := time.Now().Add(20 * time.Second)
-			for deleted < len(orphans) {
-				if time.Now().After(guard) {
-					t.Fatalf("orphans not collected: %d of %d deleted", deleted, len(orphans))
-				}
-				time.Sleep(50 * time.Millisecond) // let the store's clock (1 s resolution on S3) move
-				rep, err := c.Pass(ctx, mpath, dpre)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if rep.Referenced != 3 {
-					t.Fatalf("referenced %d: %+v", rep.Referenced, rep)
-				}
-				deleted += rep.Deleted
-			}
-			for _, k := range orphans {
-				if _, err := store.Head(ctx, k); err == nil {
-					t.Fatalf("orphan %s still there", k)
-				}
-			}
-			if recs := checkIntact(t, store); len(recs) != 6 {
-				t.Fatalf("%d records after gc", len(recs))
-			}
-		})
-	}
+		}
+		if recs := checkIntact(t, store); len(recs) != 6 {
+			t.Fatalf("%d records after gc", len(recs))
+		}
+	})
 }

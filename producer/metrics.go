@@ -19,27 +19,27 @@ type metrics struct {
 	commitErrors  *prometheus.CounterVec // kind: conflict | outcome_unknown | other
 	ackLatency    prometheus.Histogram
 	writeLatency  prometheus.Histogram
+
+	// appends' children, resolved once.
+	appendsOK, appendsRejected, appendsFailed prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, producerID string) (*metrics, error) {
 	labels := prometheus.Labels{"producer_id": producerID}
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: name,
+			Help: help, ConstLabels: labels})
+	}
 	m := &metrics{
 		appends: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "appends_total",
 			Help: "Appends resolved, by result (ok, rejected by a condition, failed).", ConstLabels: labels}, []string{"result"}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "records_total",
-			Help: "Records acknowledged.", ConstLabels: labels}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "metered_bytes_total",
-			Help: "Metered bytes acknowledged.", ConstLabels: labels}),
-		batches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "batches_uploaded_total",
-			Help: "Batch objects uploaded (re-uploads included).", ConstLabels: labels}),
-		uploadBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "upload_bytes_total",
-			Help: "Bytes of batch objects uploaded.", ConstLabels: labels}),
-		uploadErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "upload_errors_total",
-			Help: "Failed batch uploads (retried).", ConstLabels: labels}),
-		reuploads: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "reuploads_total",
-			Help: "Batches uploaded again because they passed the commit deadline.", ConstLabels: labels}),
-		commits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "commits_total",
-			Help: "Successful manifest writes.", ConstLabels: labels}),
+		records:      c("records_total", "Records acknowledged."),
+		bytes:        c("metered_bytes_total", "Metered bytes acknowledged."),
+		batches:      c("batches_uploaded_total", "Batch objects uploaded (re-uploads included)."),
+		uploadBytes:  c("upload_bytes_total", "Bytes of batch objects uploaded."),
+		uploadErrors: c("upload_errors_total", "Failed batch uploads (retried)."),
+		reuploads:    c("reuploads_total", "Batches uploaded again because they passed the commit deadline."),
+		commits:      c("commits_total", "Successful manifest writes."),
 		commitBatches: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "commit_batches",
 			Help: "Batches per successful manifest write (group commit).", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
 		commitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "commit_errors_total",
@@ -49,25 +49,32 @@ func newMetrics(reg prometheus.Registerer, producerID string) (*metrics, error) 
 		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "manifest_write_seconds",
 			Help: "Duration of manifest write attempts.", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 	}
+	m.appendsOK = m.appends.WithLabelValues("ok")
+	m.appendsRejected = m.appends.WithLabelValues("rejected")
+	m.appendsFailed = m.appends.WithLabelValues("failed")
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.appends, m.records, m.bytes, m.batches, m.uploadBytes, m.uploadErrors, m.reuploads,
-		m.commits, m.commitBatches, m.commitErrors, m.ackLatency, m.writeLatency} {
-		if err := reg.Register(c); err != nil {
+	for _, col := range m.all() {
+		if err := reg.Register(col); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return m, errors.Join(errs...)
 }
 
+// all lists the collectors to register and unregister.
+func (m *metrics) all() []prometheus.Collector {
+	return []prometheus.Collector{m.appends, m.records, m.bytes, m.batches, m.uploadBytes, m.uploadErrors, m.reuploads,
+		m.commits, m.commitBatches, m.commitErrors, m.ackLatency, m.writeLatency}
+}
+
 func (m *metrics) unregister(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
-	for _, c := range []prometheus.Collector{m.appends, m.records, m.bytes, m.batches, m.uploadBytes, m.uploadErrors, m.reuploads,
-		m.commits, m.commitBatches, m.commitErrors, m.ackLatency, m.writeLatency} {
+	for _, c := range m.all() {
 		reg.Unregister(c)
 	}
 }

@@ -555,13 +555,13 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 		switch {
 		case results == nil:
 			t.err = err
-			p.m.appends.WithLabelValues("failed").Inc()
+			p.m.appendsFailed.Inc()
 		case results[i].Err != nil:
 			t.err = results[i].Err
-			p.m.appends.WithLabelValues("rejected").Inc()
+			p.m.appendsRejected.Inc()
 		default:
 			t.ack = Ack{Start: results[i].Start, End: results[i].End, Tail: tail}
-			p.m.appends.WithLabelValues("ok").Inc()
+			p.m.appendsOK.Inc()
 			p.m.records.Add(float64(t.records))
 			p.m.bytes.Add(float64(t.metered))
 			p.m.ackLatency.Observe(time.Since(t.start).Seconds())

@@ -171,39 +171,31 @@ func (w workload) submitter(t *testing.T, p *Producer, pi, wi int, rng *rand.Ran
 }
 
 func TestManyProducersOneStream(t *testing.T) {
-	stores := map[string]func(t *testing.T) objectstore.Store{
-		"mem":  func(*testing.T) objectstore.Store { return objectstore.NewMemStore() },
-		"file": func(t *testing.T) objectstore.Store { return storetest.File(t) },
-		"s3":   func(t *testing.T) objectstore.Store { return storetest.S3(t) },
-	}
-	for name, mk := range stores {
-		t.Run(name, func(t *testing.T) {
-			store := mk(t)
-			w := workload{producers: 4, writers: 3, appends: 40, maxRecords: 5, seed: seedFor(t)}
-			out := w.run(t, func(i int) Config {
-				c := testConfig(store)
-				c.UploadConcurrency = 1 + i%3
-				c.MaxGroupBatches = []int{1, 4, 256, 256}[i]
-				if i == 2 {
-					c.BatchCompression = batchfmt.CompressionZstd
-				}
-				return c
-			}, 30*time.Second)
-			recs, st := readStream(t, store, "ingest/manifest")
-			verify(t, recs, out.acked, out.rejected, out.maybe)
-			// The documented key shape, which the collector relies on.
-			keyShape := regexp.MustCompile(`^ingest/[0-9a-f]{28}$`)
-			for _, e := range st.Entries {
-				if !keyShape.MatchString(e.Key) {
-					t.Fatalf("batch key %q does not have the documented shape", e.Key)
-				}
+	storetest.ForEachBackend(t, func(t *testing.T, store objectstore.Store) {
+		w := workload{producers: 4, writers: 3, appends: 40, maxRecords: 5, seed: seedFor(t)}
+		out := w.run(t, func(i int) Config {
+			c := testConfig(store)
+			c.UploadConcurrency = 1 + i%3
+			c.MaxGroupBatches = []int{1, 4, 256, 256}[i]
+			if i == 2 {
+				c.BatchCompression = batchfmt.CompressionZstd
 			}
-			if out.failed > 0 || len(out.acked) == 0 || len(out.rejected) == 0 {
-				t.Fatalf("%d failed, %d acked, %d rejected", out.failed, len(out.acked), len(out.rejected))
+			return c
+		}, 30*time.Second)
+		recs, st := readStream(t, store, "ingest/manifest")
+		verify(t, recs, out.acked, out.rejected, out.maybe)
+		// The documented key shape, which the collector relies on.
+		keyShape := regexp.MustCompile(`^ingest/[0-9a-f]{28}$`)
+		for _, e := range st.Entries {
+			if !keyShape.MatchString(e.Key) {
+				t.Fatalf("batch key %q does not have the documented shape", e.Key)
 			}
-			t.Logf("%d records in %d appends acked, %d rejected; tail %d; %d entries", len(recs), len(out.acked), len(out.rejected), st.Tail.SeqNum, len(st.Entries))
-		})
-	}
+		}
+		if out.failed > 0 || len(out.acked) == 0 || len(out.rejected) == 0 {
+			t.Fatalf("%d failed, %d acked, %d rejected", out.failed, len(out.acked), len(out.rejected))
+		}
+		t.Logf("%d records in %d appends acked, %d rejected; tail %d; %d entries", len(recs), len(out.acked), len(out.rejected), st.Tail.SeqNum, len(st.Entries))
+	})
 }
 
 // seedFor returns SLUICE_SEED if set, else a fresh seed; it logs it for replay.
