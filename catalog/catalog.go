@@ -243,12 +243,11 @@ func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
 // and is not a tombstone (an empty object, see manifest.Create).
 // more says whether further streams may follow.
 func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []Stream, more bool, err error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
+	limit = objectstore.PageLimit(limit)
 	root := streamsRoot(basin)
-	// Encoded names sort differently from raw names ('%' is below the letters), so walk in
-	// encoded order and sort the page afterwards; pages are contiguous in encoded order.
+	// Encoded names sort differently from raw names ('%' is below the letters). The walk is in
+	// encoded (key) order and the page is returned in that order, not re-sorted by raw name;
+	// pages are contiguous in encoded order.
 	after := root
 	if startAfter != "" {
 		after = root + streamDir(startAfter) + "/manifest"
@@ -300,9 +299,7 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 
 // ListBasins lists basin names that start with prefix, after startAfter, up to limit.
 func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter string, limit int) (basins []string, more bool, err error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
+	limit = objectstore.PageLimit(limit)
 	after := "basins/"
 	if startAfter != "" {
 		after = BasinMarker(startAfter)

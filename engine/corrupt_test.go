@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,7 +184,10 @@ func httpStatus(t *testing.T, srv http.Handler, target string) (int, string) {
 func runCorruption(t *testing.T, st objectstore.Store, damage damager, seed uint64) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
-	for name, mutate := range mutations(r) {
+	// In a fixed order: every mutation draws from r, so map order would defeat the seed.
+	ms := mutations(r)
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
+		mutate := ms[name]
 		for _, target := range []string{"batch", "manifest"} {
 			t.Run(target+"/"+name, func(t *testing.T) {
 				e := newEngine(t, st)

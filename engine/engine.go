@@ -85,8 +85,7 @@ func (c *Config) Validate() error {
 	if err := pc.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("engine: Producer: %w", err))
 	}
-	cc := c.Consumer
-	cc.ObjectStore = c.Store
+	cc := c.consumerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"}, nil)
 	if c.Store != nil {
 		if err := cc.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("engine: Consumer: %w", err))
@@ -107,6 +106,19 @@ func (c *Config) producerConfig(st catalog.Stream) producer.Config {
 	pc.Registerer = nil
 	pc.Now = c.Now
 	return pc
+}
+
+func (c *Config) consumerConfig(st catalog.Stream, n *consumer.Notifier) consumer.Config {
+	cc := c.Consumer
+	cc.ObjectStore = c.Store
+	cc.ManifestPath = st.ManifestPath
+	cc.DataPathPrefix = st.DataPrefix
+	cc.Notifier = n
+	if c.Logger != nil {
+		cc.Logger = c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
+	}
+	cc.Registerer = nil
+	return cc
 }
 
 // Sentinel errors.
@@ -203,13 +215,20 @@ func (e *Engine) closeAsync(op *openProducer) {
 	}()
 }
 
+// closeProducer closes op in the background path: with its own timeout, logging a failure.
 func (e *Engine) closeProducer(op *openProducer) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := op.p.Close(ctx); err != nil {
+	if err := e.stopProducer(ctx, op); err != nil {
 		e.cfg.Logger.Warn("closing producer", slog.String("stream", op.st.Name), slog.Any("err", err))
 	}
+}
+
+// stopProducer closes op's producer (draining it within ctx) and counts it as closed.
+func (e *Engine) stopProducer(ctx context.Context, op *openProducer) error {
+	err := op.p.Close(ctx)
 	e.metrics.openProducers.Dec()
+	return err
 }
 
 // Close stops the engine: it drains and closes every producer (appends already accepted are
@@ -229,10 +248,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	defer e.closers.Wait()
 	var errs []error
 	for _, op := range ps {
-		if err := op.p.Close(ctx); err != nil {
+		if err := e.stopProducer(ctx, op); err != nil {
 			errs = append(errs, fmt.Errorf("engine: closing producer of %q: %w", op.st.Name, err))
 		}
-		e.metrics.openProducers.Dec()
 	}
 	return errors.Join(errs...)
 }
@@ -568,7 +586,7 @@ func (e *Engine) acquire(ctx context.Context, basin, name string) (*openProducer
 		}
 		return nil, err
 	}
-	e.metrics.openProducers.Inc() // every producer opened is closed through closeProducer
+	e.metrics.openProducers.Inc() // every producer opened is closed through stopProducer
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

@@ -157,7 +157,9 @@ func TestConcurrentAppendsShareOneProducer(t *testing.T) {
 				mu.Lock()
 				for s := ack.Start.SeqNum; s < ack.End.SeqNum; s++ {
 					if seen[s] {
+						mu.Unlock()
 						errc <- fmt.Errorf("seq_num %d acked twice", s)
+						return // at most one error per writer: errc holds one per writer
 					}
 					seen[s] = true
 				}

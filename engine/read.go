@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
@@ -15,38 +14,31 @@ import (
 // reader returns the stream's shared stateless reader (its segment cache is shared by every
 // read of the stream). Readers are cheap and hold no goroutines, so they are kept until the
 // stream is deleted or the engine closes.
-func (e *Engine) reader(basin, name string) (*consumer.Reader, catalog.Stream, error) {
+func (e *Engine) reader(basin, name string) (*consumer.Reader, error) {
 	st, err := catalog.Locate(basin, name)
 	if err != nil {
-		return nil, st, err
+		return nil, err
 	}
 	key := streamKey{basin, name}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, st, ErrClosed
+		return nil, ErrClosed
 	}
 	if r, ok := e.readers[key]; ok {
-		return r, st, nil
+		return r, nil
 	}
-	cfg := e.cfg.Consumer
-	cfg.ObjectStore = e.cfg.Store
-	cfg.ManifestPath = st.ManifestPath
-	cfg.DataPathPrefix = st.DataPrefix
-	cfg.Notifier = e.notifier
-	cfg.Logger = e.cfg.Logger.With(slog.String("basin", basin), slog.String("stream", name))
-	cfg.Registerer = nil
-	r, err := consumer.NewReader(cfg)
+	r, err := consumer.NewReader(e.cfg.consumerConfig(st, e.notifier))
 	if err != nil {
-		return nil, st, err
+		return nil, err
 	}
 	e.readers[key] = r
-	return r, st, nil
+	return r, nil
 }
 
 // Open starts a read session on a stream (see consumer.Reader.Open).
 func (e *Engine) Open(ctx context.Context, basin, name string, req consumer.ReadRequest) (*consumer.Session, error) {
-	r, _, err := e.reader(basin, name)
+	r, err := e.reader(basin, name)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +81,7 @@ func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.
 type cursor struct {
 	s                    *consumer.Session
 	pending              []consumer.Record
+	pendingBytes         int // meteredSize(pending)
 	maxRecords, maxBytes int // one Poll's limits: the reader's batch limits
 }
 
@@ -99,11 +92,11 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 			return s2api.ReadBatch{}, apiError(err)
 		}
 		c.pending = b.Records
+		c.pendingBytes = meteredSize(b.Records)
 	}
 	// Top up with what is available now, without waiting at the tail, until the limits are
 	// met: one session batch may hold only part of what the stream has.
-	pendingBytes := meteredSize(c.pending)
-	for len(c.pending) < lim.Records && pendingBytes < lim.Bytes {
+	for len(c.pending) < lim.Records && c.pendingBytes < lim.Bytes {
 		b, err := c.s.Read(ctx, c.maxRecords, c.maxBytes, false)
 		if err != nil {
 			return s2api.ReadBatch{}, apiError(err)
@@ -112,7 +105,7 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 			break
 		}
 		c.pending = append(c.pending, b.Records...)
-		pendingBytes += meteredSize(b.Records)
+		c.pendingBytes += meteredSize(b.Records)
 	}
 	n, bytes := 0, 0
 	for n < len(c.pending) && n < lim.Records {
@@ -128,6 +121,7 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 		out.Records[i] = s2api.SequencedRecord{SeqNum: r.SeqNum, Timestamp: r.Timestamp, Headers: r.Headers, Body: r.Body}
 	}
 	c.pending = c.pending[n:]
+	c.pendingBytes -= bytes
 	tail := pos(c.s.Tail())
 	out.Tail = &tail
 	return out, nil

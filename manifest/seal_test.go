@@ -3,6 +3,7 @@ package manifest
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -109,16 +110,5 @@ func TestManifestBoundWith100kEntries(t *testing.T) {
 }
 
 func objectKey(n uint64) string {
-	return "ingest/0000018c2f3a" + string(rune('a'+n%26)) + "-" + itoa(n)
-}
-
-func itoa(n uint64) string {
-	b := []byte{}
-	for {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-		if n == 0 {
-			return string(b)
-		}
-	}
+	return "ingest/0000018c2f3a" + string(rune('a'+n%26)) + "-" + strconv.FormatUint(n, 10)
 }

@@ -212,25 +212,11 @@ func (x *Index) walk(ctx context.Context, refs []SegmentRef, entries []Entry, sk
 // (EndSeq > fromSeq), entries without committed records included only when they lie beyond
 // fromSeq. It stops at fn's first error and returns it.
 func (x *Index) Walk(ctx context.Context, fromSeq uint64, fn func(*Entry) error) error {
-	err := x.walk(ctx, x.st.Segments, x.st.Entries,
+	return x.walk(ctx, x.st.Segments, x.st.Entries,
 		func(r *SegmentRef) bool { return r.EndSeq <= fromSeq },
 		func(e *Entry) bool { return e.EndSeq() <= fromSeq },
-		func(e *Entry) error {
-			if err := fn(e); err != nil {
-				return &stopErr{err}
-			}
-			return nil
-		})
-	var s *stopErr
-	if errors.As(err, &s) {
-		return s.err
-	}
-	return err
+		fn)
 }
-
-type stopErr struct{ err error }
-
-func (e *stopErr) Error() string { return e.err.Error() }
 
 // FindSeq returns the entry holding seq, or the first entry with records after seq (when seq
 // was dropped by retention). ok is false when no entry holds a record at or after seq.

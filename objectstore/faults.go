@@ -332,13 +332,7 @@ func (f *FaultStore) Get(ctx context.Context, key string, opts GetOptions) (*Obj
 	if err != nil || !p.bodyErr {
 		return obj, err
 	}
-	n := obj.Size
-	if r := opts.Range; r != nil {
-		n = max(0, obj.Size-max(r.Offset, 0))
-		if r.Length >= 0 {
-			n = min(n, r.Length)
-		}
-	}
+	_, n := opts.Range.span(obj.Size)
 	obj.Body = &faultBody{ReadCloser: obj.Body, left: int64(p.bodyAt * float64(n)), err: NewOpError("get", key, nil, p.err("body"))}
 	return obj, nil
 }

@@ -240,14 +240,7 @@ func (s *FileStore) Get(ctx context.Context, key string, opts GetOptions) (*Obje
 		f.Close()
 		return nil, NewOpError("get", key, ErrNotModified, nil)
 	}
-	off, n := int64(0), info.Size
-	if r := opts.Range; r != nil {
-		off = min(max(r.Offset, 0), info.Size)
-		n = info.Size - off
-		if r.Length >= 0 && r.Length < n {
-			n = r.Length
-		}
-	}
+	off, n := opts.Range.span(info.Size)
 	return &Object{ObjectInfo: info, Body: &fileBody{Reader: io.NewSectionReader(f, fileHeaderLen+off, n), f: f}}, nil
 }
 
@@ -536,9 +529,7 @@ func (s *FileStore) List(ctx context.Context, prefix, startAfter string, limit i
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, NewOpError("list", prefix, nil, err)
 	}
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
+	limit = PageLimit(limit)
 	// Start at the deepest directory the prefix names. If that part of the prefix cannot be
 	// part of a valid key, nothing matches.
 	base := prefix[:strings.LastIndex(prefix, "/")+1]

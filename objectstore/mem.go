@@ -62,15 +62,8 @@ func (m *MemStore) Get(ctx context.Context, key string, opts GetOptions) (*Objec
 	if opts.IfNoneMatch != "" && opts.IfNoneMatch == o.version {
 		return nil, NewOpError("get", key, ErrNotModified, nil)
 	}
-	data := o.data
-	if r := opts.Range; r != nil {
-		off := min(max(r.Offset, 0), int64(len(data)))
-		end := int64(len(data))
-		if r.Length >= 0 && off+r.Length < end {
-			end = off + r.Length
-		}
-		data = data[off:end]
-	}
+	off, n := opts.Range.span(int64(len(o.data)))
+	data := o.data[off : off+n]
 	return &Object{
 		ObjectInfo: ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime},
 		Body:       io.NopCloser(bytes.NewReader(data)),
@@ -158,9 +151,7 @@ func (m *MemStore) List(ctx context.Context, prefix, startAfter string, limit in
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, NewOpError("list", prefix, nil, err)
 	}
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
+	limit = PageLimit(limit)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

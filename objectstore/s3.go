@@ -407,9 +407,7 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string, limit int
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, NewOpError("list", prefix, nil, err)
 	}
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
+	limit = PageLimit(limit)
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(limit))}
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)

@@ -129,6 +129,21 @@ type ByteRange struct {
 	Length int64
 }
 
+// span returns the part of an object of size bytes that r selects: its offset, clamped to
+// [0, size], and its length, at most what remains after the offset (all of it when Length < 0).
+// A nil range selects the whole object.
+func (r *ByteRange) span(size int64) (off, n int64) {
+	if r == nil {
+		return 0, size
+	}
+	off = min(max(r.Offset, 0), size)
+	n = size - off
+	if r.Length >= 0 && r.Length < n {
+		n = r.Length
+	}
+	return off, n
+}
+
 // GetOptions modify a Get. The zero value reads the whole object unconditionally.
 type GetOptions struct {
 	// Range, if non-nil, reads only part of the object. A range that starts past the end of
@@ -191,6 +206,15 @@ type Store interface {
 	List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error)
 	// Close releases resources. Operations after Close fail with ErrClosed.
 	Close() error
+}
+
+// PageLimit is the Store contract's page bound applied to a requested limit: limit itself when
+// it is between 1 and 1000, otherwise 1000.
+func PageLimit(limit int) int {
+	if limit <= 0 || limit > 1000 {
+		return 1000
+	}
+	return limit
 }
 
 // ValidateKey reports why key cannot name an object, or nil.

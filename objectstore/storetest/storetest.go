@@ -70,7 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objectstore.Store) {
 func RunWith(t *testing.T, opts Options, newStore func(t *testing.T) objectstore.Store) {
 	t.Helper()
 	seed := Seed(t)
-	s := &suite{opts: opts, newStore: newStore, seed: seed}
+	s := &suite{opts: opts, seed: seed}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, st objectstore.Store)
@@ -123,9 +123,8 @@ func Seed(t testing.TB) uint64 {
 }
 
 type suite struct {
-	opts     Options
-	newStore func(t *testing.T) objectstore.Store
-	seed     uint64
+	opts Options
+	seed uint64
 }
 
 func (s *suite) rng(t *testing.T) *rand.Rand {
@@ -147,6 +146,7 @@ func ctxFor(t *testing.T) context.Context {
 var sentinels = []error{
 	objectstore.ErrNotFound, objectstore.ErrPreconditionFailed, objectstore.ErrNotModified,
 	objectstore.ErrOutcomeUnknown, objectstore.ErrInvalidKey, objectstore.ErrClosed,
+	objectstore.ErrCorrupt,
 }
 
 // wantClass fails t unless err matches want and no other sentinel.
