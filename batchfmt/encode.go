@@ -133,6 +133,19 @@ func (e *Encoder) add(in *AppendInput) error {
 		e.heads, e.pieces, e.metas = heads[:0], pieces[:0], metas[:0]
 	}()
 	metered, wire, gathered := 0, 0, 0
+	if kernel {
+		// The common case, records without an empty header name, is sized in assembly;
+		// anything else is sized below, record by record, and validated there.
+		metas = slices.Grow(metas, n)[:n]
+		var sized int
+		if metered, wire, sized = sizeRecords(recs, metas); sized == n {
+			if metered > MaxAppendBytes {
+				return in.Validate()
+			}
+			goto write
+		}
+		metas, metered, wire = metas[:0], 0, 0
+	}
 	for i := range recs {
 		r := &recs[i]
 		m, w, cmd := recordSize(r)
@@ -165,6 +178,7 @@ func (e *Encoder) add(in *AppendInput) error {
 	if !kernel && gathered != wire {
 		return errChanged(gathered, wire)
 	}
+write:
 	b := e.buf
 	if len(b)-HeaderSize+appendHeaderSize+8+1+MaxFencingTokenLen+wire > MaxObjectBytes {
 		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)

@@ -37,3 +37,12 @@ var recordKernel = crc32c.Vector()
 //
 //go:noescape
 func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)
+
+// sizeRecords sizes recs as recordSize and frameLead do and fills metas for encodeRecords,
+// as many records as both slices hold, stopping before the first record with an empty
+// header name (a command record, or an invalid one: the caller sizes and validates it).
+// It returns the metered and frame totals of the records sized and their count. Metas are
+// meaningful only if the metered total is at most MaxAppendBytes.
+//
+//go:noescape
+func sizeRecords(recs []Record, metas []recMeta) (metered, wire, sized int)

@@ -36,7 +36,15 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 // have left the store buffer and it is read back from the L1 cache.
 #define LAG 1024
 
+// PF is how many records ahead the kernel prefetches a record's first header. Its name and
+// value are small allocations of their own, away from the record and its body, and a
+// miss on them stalls the copy that needs them.
+#define PF 4
+
 // FOLDBLOCK folds the block at R10 and moves R10 past it.
+#ifdef NOFOLD
+#define FOLDBLOCK ADDQ $256, R10
+#else
 #define FOLDBLOCK \
 	VMOVDQU64 (R10), Z11; \
 	VMOVDQU64 64(R10), Z12; \
@@ -44,6 +52,7 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 	VMOVDQU64 192(R10), Z14; \
 	FOLD4; \
 	ADDQ      $256, R10
+#endif
 
 // FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
 #define FOLDBEHIND(skip) \
@@ -75,10 +84,11 @@ done:
 // COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
 // goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
 // few bytes past DX after a length field). The last partial 64 bytes are loaded under a
-// byte mask, so nothing past the source is read, and stored whole: the excess, up to 63
-// bytes, is overwritten by the frames that follow or falls in the caller's kernelSlack
-// (an unmasked store is the cheaper one here, and no block is folded before it is final).
-#define COPY(l256, lfold, l64, ltail, done) \
+// byte mask, so nothing past the source is read, and stored whole, as 16 bytes when they
+// fit (a store that rarely crosses a cache line) or else 64: the excess, up to 63 bytes,
+// is overwritten by the frames that follow or falls in the caller's kernelSlack (an
+// unmasked store is the cheaper one here, and no block is folded before it is final).
+#define COPY(l256, lfold, l64, ltail, l32, done) \
 	MOVQ       DX, AX; \
 	SUBQ       R9, AX; \
 	CMPQ       R12, AX; \
@@ -114,6 +124,13 @@ ltail: \
 	JZ         done; \
 	BZHIQ      R12, R13, AX; \
 	KMOVQ      AX, K1; \
+	CMPQ       R12, $16; \
+	JA         l32; \
+	VMOVDQU8.Z (R11), K1, X15; \
+	VMOVDQU    X15, (R9); \
+	ADDQ       R12, R9; \
+	JMP        done; \
+l32: \
 	VMOVDQU8.Z (R11), K1, Z15; \
 	VMOVDQU64  Z15, (R9); \
 	ADDQ       R12, R9; \
@@ -156,6 +173,24 @@ TEXT ·encodeRecords(SB), NOSPLIT, $0-96
 	JZ        drain
 
 record:
+	// Prefetch the first header's name and value of the record PF ahead, and the
+	// headers of the record 2*PF ahead (a prefetch never faults).
+	CMPQ CX, $PF
+	JBE  fetched
+	MOVQ (PF*64+24)(SI), AX
+	TESTQ AX, AX
+	JZ   fetched
+	MOVQ (PF*64+16)(SI), AX
+	MOVQ 0(AX), BX
+	PREFETCHT0 (BX)
+	MOVQ 24(AX), BX
+	PREFETCHT0 (BX)
+	CMPQ CX, $(2*PF)
+	JBE  fetched
+	MOVQ (2*PF*64+16)(SI), AX
+	PREFETCHT0 (AX)
+
+fetched:
 	MOVL 8(DI), DX
 	ADDQ R9, DX     // the frame's end
 	CMPQ DX, R8
@@ -189,20 +224,20 @@ header:
 	MOVQ 8(BX), R12
 	PUTLEN(R12, nameEscape, nameLen)
 	MOVQ 0(BX), R11
-	COPY(name256, nameFold, name64, nameTail, nameDone)
+	COPY(name256, nameFold, name64, nameTail, name32, nameDone)
 	CMPQ R9, DX
 	JA   fail
 	MOVQ 32(BX), R12
 	PUTLEN(R12, valueEscape, valueLen)
 	MOVQ 24(BX), R11
-	COPY(value256, valueFold, value64, valueTail, valueDone)
+	COPY(value256, valueFold, value64, valueTail, value32, valueDone)
 	ADDQ $48, BX
 	JMP  header
 
 body:
 	MOVQ 40(SI), R11
 	MOVQ 48(SI), R12
-	COPY(body256, bodyFold, body64, bodyTail, bodyDone)
+	COPY(body256, bodyFold, body64, bodyTail, body32, bodyDone)
 	CMPQ R9, DX
 	JNE  fail
 
@@ -249,4 +284,109 @@ fail:
 	VZEROUPPER
 	MOVQ $-1, written+80(FP)
 	MOVQ $0, folded+88(FP)
+	RET
+
+// func sizeRecords(recs []Record, metas []recMeta) (metered, wire, sized int)
+//
+// Sizes envelope records as recordSize and frameLead do, into metas, as many as both slices
+// hold; it stops before the first record with an empty header name (a command record, or an
+// invalid one), which the caller sizes and validates in Go. A record's meta is meaningful
+// only if the metered total stays within 1 MiB (the caller's check): larger sizes do not
+// fit the 3-byte field and are truncated, as are frame lengths past 32 bits.
+//
+// Registers: SI record, DI meta, CX records left, BX header, R12 headers left, R9 metered
+// size and R10 frame length of this record, R14 and R13 the totals, AX DX R8 R11 scratch.
+TEXT ·sizeRecords(SB), NOSPLIT, $0-72
+	MOVQ    recs_base+0(FP), SI
+	MOVQ    recs_len+8(FP), CX
+	MOVQ    metas_len+32(FP), AX
+	CMPQ    AX, CX
+	CMOVQLT AX, CX
+	MOVQ    metas_base+24(FP), DI
+	XORQ    R14, R14
+	XORQ    R13, R13
+	TESTQ   CX, CX
+	JZ      sized
+
+size:
+	MOVQ 24(SI), R12         // headers
+	MOVQ 16(SI), BX
+	MOVQ 48(SI), R8          // body length
+	LEAQ 8(R8)(R12*2), R9    // metered: 8, 2 per header, the body
+	LEAQ 2(R8), R10          // frame: the count field, the body
+	CMPQ R12, $0xFFFF
+	JB   sizeHeaders
+	ADDQ $4, R10             // the count's escape
+
+sizeHeaders:
+	TESTQ R12, R12
+	JZ    sizeLead
+	MOVQ  8(BX), AX          // name length
+	MOVQ  32(BX), DX         // value length
+	TESTQ AX, AX
+	JZ    sized              // a command record: the caller's
+	ADDQ  AX, R9
+	ADDQ  DX, R9
+	LEAQ  4(R10)(AX*1), R10  // two length fields, name, value
+	ADDQ  DX, R10
+	CMPQ  AX, $0xFFFF
+	JB    sizeValue
+	ADDQ  $4, R10
+
+sizeValue:
+	CMPQ DX, $0xFFFF
+	JB   sizeNext
+	ADDQ $4, R10
+
+sizeNext:
+	ADDQ $48, BX
+	DECQ R12
+	JMP  sizeHeaders
+
+sizeLead:
+	// The metered size's field takes 1, 2 or 3 bytes (AX); the magic byte (R11) says how
+	// many, that the record is an envelope, and whether a timestamp follows (DX).
+	MOVL    $1, AX
+	CMPQ    R9, $0x100
+	JB      sizeMagic
+	MOVL    $2, AX
+	CMPQ    R9, $0x10000
+	JB      sizeMagic
+	MOVL    $3, AX
+
+sizeMagic:
+	MOVBLZX 8(SI), DX        // HasTimestamp
+	LEAQ    1(R10)(AX*1), R10
+	LEAQ    (R10)(DX*8), R10
+	LEAL    -1(AX), R11
+	SHLL    $3, R11
+	ORL     $2, R11          // recTypeEnvelope | (varlen-1)<<recVarlenShift
+	MOVL    DX, R8
+	SHLL    $5, R8
+	ORL     R8, R11          // recHasTimestamp
+	MOVL    $3, R8
+	SUBL    AX, R8
+	SHLL    $3, R8
+	SHLXL   R8, R9, R8       // the size's bytes at the top, then reversed: big-endian after the magic
+	BSWAPL  R8
+	ORL     R11, R8
+	MOVL    R8, 0(DI)
+	INCL    AX
+	MOVL    AX, 4(DI)
+	MOVL    R10, 8(DI)
+	MOVL    DX, 12(DI)
+	ADDQ    R9, R14
+	ADDQ    R10, R13
+	ADDQ    $64, SI
+	ADDQ    $16, DI
+	DECQ    CX
+	JNZ     size
+
+sized:
+	MOVQ R14, metered+48(FP)
+	MOVQ R13, wire+56(FP)
+	MOVQ recs_base+0(FP), AX
+	SUBQ AX, SI
+	SHRQ $6, SI
+	MOVQ SI, sized+64(FP)
 	RET

@@ -266,3 +266,61 @@ func FuzzRecordKernel(f *testing.F) {
 		checkBatch(t, b, []AppendInput{in}, nil)
 	})
 }
+
+// TestSizeRecordsMatchesGo compares the assembly sizing with recordSize and frameLead on
+// random records, on metered sizes at the edges of the 1-, 2- and 3-byte fields, on escaped
+// counts and lengths, and on appends holding a command record, where it must stop before it
+// with the totals of the records before it.
+func TestSizeRecordsMatchesGo(t *testing.T) {
+	if !recordKernel {
+		t.Skip("no record kernel on this platform")
+	}
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 12))
+	edges := []Record{
+		{Body: make([]byte, 255-8)}, {Body: make([]byte, 256-8)},
+		{Body: make([]byte, 0xFFFF-8), HasTimestamp: true}, {Body: make([]byte, 0x10000-8)},
+		{Headers: make([]Header, 0xFFFF)}, {Headers: []Header{{Name: make([]byte, 0xFFFF), Value: make([]byte, 0xFFFE)}}},
+		{Headers: []Header{{Name: []byte("n"), Value: make([]byte, 0x10000)}}},
+	}
+	for i := range edges[4].Headers {
+		edges[4].Headers[i].Name = []byte("h")
+	}
+	for round := 0; round < 300; round++ {
+		var recs []Record
+		for range 1 + r.IntN(40) {
+			if r.IntN(8) == 0 {
+				recs = append(recs, edges[r.IntN(len(edges))])
+				continue
+			}
+			recs = append(recs, randRecord(r, r.IntN(4) == 0))
+		}
+		want, _ := kernelMetas(recs)
+		stop, metered, wire := len(recs), 0, 0
+		for i := range recs {
+			if _, _, cmd := recordSize(&recs[i]); cmd {
+				stop = i
+				break
+			}
+			m, w, _ := recordSize(&recs[i])
+			metered += m
+			wire += w
+		}
+		metas := make([]recMeta, len(recs)+1) // one more than needed: only recs count
+		gm, gw, sized := sizeRecords(recs, metas)
+		if sized != stop || gm != metered || gw != wire {
+			t.Fatalf("round %d: sized %d records, %d metered, %d wire; want %d, %d, %d", round, sized, gm, gw, stop, metered, wire)
+		}
+		for i := 0; i < stop; i++ {
+			if metas[i] != want[i] {
+				t.Fatalf("round %d: record %d: meta %+v, want %+v", round, i, metas[i], want[i])
+			}
+		}
+		if metas[len(recs)] != (recMeta{}) {
+			t.Fatalf("round %d: a meta past the records was written", round)
+		}
+		if _, _, n := sizeRecords(recs, metas[:len(recs)/2]); n > len(recs)/2 {
+			t.Fatalf("round %d: sized %d records into %d metas", round, n, len(recs)/2)
+		}
+	}
+}
