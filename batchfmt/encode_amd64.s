@@ -42,9 +42,6 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 #define PF 4
 
 // FOLDBLOCK folds the block at R10 and moves R10 past it.
-#ifdef NOFOLD
-#define FOLDBLOCK ADDQ $256, R10
-#else
 #define FOLDBLOCK \
 	VMOVDQU64 (R10), Z11; \
 	VMOVDQU64 64(R10), Z12; \
@@ -52,7 +49,6 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 	VMOVDQU64 192(R10), Z14; \
 	FOLD4; \
 	ADDQ      $256, R10
-#endif
 
 // FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
 #define FOLDBEHIND(skip) \
@@ -309,6 +305,15 @@ TEXT ·sizeRecords(SB), NOSPLIT, $0-72
 	JZ      sized
 
 size:
+	// Prefetch the record 8 ahead and the headers of the record 4 ahead (which the
+	// hardware's prefetcher does not follow: they are allocations of their own).
+	PREFETCHT0 (8*64)(SI)
+	CMPQ       CX, $4
+	JBE        sizeThis
+	MOVQ       (4*64+16)(SI), AX
+	PREFETCHT0 (AX)
+
+sizeThis:
 	MOVQ 24(SI), R12         // headers
 	MOVQ 16(SI), BX
 	MOVQ 48(SI), R8          // body length
