@@ -169,22 +169,30 @@ TEXT ·encodeRecords(SB), NOSPLIT, $0-96
 	JZ        drain
 
 record:
-	// Prefetch the first header's name and value of the record PF ahead, and the
-	// headers of the record 2*PF ahead (a prefetch never faults).
-	CMPQ CX, $PF
-	JBE  fetched
-	MOVQ (PF*64+24)(SI), AX
-	TESTQ AX, AX
-	JZ   fetched
-	MOVQ (PF*64+16)(SI), AX
-	MOVQ 0(AX), BX
-	PREFETCHT0 (BX)
-	MOVQ 24(AX), BX
-	PREFETCHT0 (BX)
-	CMPQ CX, $(2*PF)
-	JBE  fetched
-	MOVQ (2*PF*64+16)(SI), AX
+	// Prefetch the headers of the record 2*PF ahead and the first header's name and value
+	// of the record PF ahead. A nil pointer is replaced by SI: a prefetch never faults,
+	// but one of an unmapped address can cost a page walk.
+	CMPQ    CX, $(2*PF)
+	JBE     fetchNear
+	MOVQ    (2*PF*64+16)(SI), AX
+	TESTQ   AX, AX
+	CMOVQEQ SI, AX
 	PREFETCHT0 (AX)
+
+fetchNear:
+	CMPQ    CX, $PF
+	JBE     fetched
+	CMPQ    (PF*64+24)(SI), $0
+	JEQ     fetched
+	MOVQ    (PF*64+16)(SI), AX
+	MOVQ    0(AX), BX
+	TESTQ   BX, BX
+	CMOVQEQ SI, BX
+	PREFETCHT0 (BX)
+	MOVQ    24(AX), BX
+	TESTQ   BX, BX
+	CMOVQEQ SI, BX
+	PREFETCHT0 (BX)
 
 fetched:
 	MOVL 8(DI), DX
@@ -306,11 +314,14 @@ TEXT ·sizeRecords(SB), NOSPLIT, $0-72
 
 size:
 	// Prefetch the record 8 ahead and the headers of the record 4 ahead (which the
-	// hardware's prefetcher does not follow: they are allocations of their own).
-	PREFETCHT0 (8*64)(SI)
-	CMPQ       CX, $4
+	// hardware's prefetcher does not follow: they are allocations of their own); a nil
+	// pointer is replaced by SI, as in encodeRecords.
+	CMPQ       CX, $8
 	JBE        sizeThis
+	PREFETCHT0 (8*64)(SI)
 	MOVQ       (4*64+16)(SI), AX
+	TESTQ      AX, AX
+	CMOVQEQ    SI, AX
 	PREFETCHT0 (AX)
 
 sizeThis:
