@@ -128,23 +128,25 @@
 // machine:
 //
 //	                        apart       interleaved
-//	encode  1 KiB  none     0.57-0.73   0.65-1.01
-//	encode 64 KiB  none     1.00-1.12   1.06-1.54
-//	decode  1 KiB  none     0.88-0.91   0.96-1.38
-//	decode 64 KiB  none     1.60-1.84   1.59-2.27
-//	zstd, 1 and 64 KiB      0.89-1.02   0.95-0.99
-//	100 B bodies (no target): none about 0.2 both ways; zstd 0.81-0.93
+//	encode  1 KiB  none     0.72-0.81   0.80-1.19
+//	encode 64 KiB  none     1.12-1.18   1.40-1.87
+//	decode  1 KiB  none     0.85-0.96   1.07-1.47
+//	decode 64 KiB  none     1.46-2.04   1.89-3.03
+//	zstd, 1 and 64 KiB      0.94-1.11   0.95-0.99
+//	100 B bodies (no target): none 0.2-0.4; zstd 0.82-0.92
 //
 // What bounds the uncompressed paths: the CRC32C the format requires (internal/crc32c runs
-// at 61-71 GB/s here with its hybrid kernel, against 22-25 GB/s for hash/crc32; a copy of
-// the same cache-warm megabyte takes about 30 µs, the checksum alone 15-17 µs), and
-// per-record work for each of the ~1000 records of 1 KiB. Decoding runs the checksum over
-// the object, then parses each record as the Iterator returns it (about 17 ns per record):
-// about 33 µs per MiB. Encoding hides the checksum behind its copy, but each record is
-// visited twice: Go's validating, sizing pass (about 6 µs per MiB) and the record kernel,
-// which gathers the records from their own memory, writes their frames and folds (about
-// 36 µs, where a Go loop copying just the bodies takes 29 µs): about 44 µs per MiB, which
-// is why encoding 1 KiB bodies stays under the 0.8 target run apart.
+// at 68-73 GB/s here with its hybrid kernel, against 23-24 GB/s for hash/crc32; a copy of
+// the same cache-warm megabyte takes about 30 µs, 25-26 µs at the median, the checksum
+// alone 14-15 µs), and per-record work for each of the ~1000 records of 1 KiB. Decoding
+// runs the checksum over the object, then parses each record as the Iterator returns it
+// (about 17 ns per record): about 33 µs per MiB. Encoding hides most of the checksum behind
+// its copy (a loop copying one contiguous megabyte and folding it takes 20 µs), but each
+// record is visited twice, and its body, headers and Record are three places in memory:
+// the sizing pass (assembly, about 2.5 µs per MiB) and the record kernel, which gathers the
+// records, writes their frames and folds (about 33 µs; 28 µs for records without headers
+// whose bodies are contiguous, 31 µs for the same records without the fold): 37-42 µs per
+// MiB, which is why encoding 1 KiB bodies stays under the 0.8 target run apart.
 //
 // # Test vectors
 //
