@@ -1,13 +1,12 @@
 package crc32c
 
 // Combine returns the CRC-32C of A followed by B, given crcA (of A), crcB (of B) and the
-// length of B, without the bytes: crcB ^ crcA·x^(8·lenB) mod P. It costs one multiplication
-// modulo P per set bit of lenB.
+// length of B, without the bytes: crcB ^ crcA·x^(8·lenB) mod P (see Shift).
 func Combine(crcA, crcB uint32, lenB int) uint32 {
 	if lenB <= 0 {
 		return crcA // B is empty (and crcB, the CRC of nothing, is 0)
 	}
-	return mulModP(xPow8n(uint64(lenB)), crcA) ^ crcB
+	return Shift(crcA, lenB) ^ crcB
 }
 
 // reflectedPoly is the Castagnoli polynomial in the bit order of the reflected CRC: bit 31 is

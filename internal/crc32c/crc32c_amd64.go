@@ -37,3 +37,9 @@ const hybridChunk = 32768 + 3*5120
 //
 //go:noescape
 func updateHybrid(crc uint32, p []byte) uint32
+
+// shiftClmul is Shift with carry-less multiplication: n's two low bits by the CRC32
+// instruction over zero bytes, each higher set bit k by one multiplication by tab[k].
+//
+//go:noescape
+func shiftClmul(reg uint32, n uint64, tab *[maxShiftBits]uint32) uint32

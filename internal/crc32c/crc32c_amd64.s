@@ -304,3 +304,51 @@ TEXT ·reduceBlock(SB), NOSPLIT, $0-12
 	REDUCE
 	MOVL       AX, ret+8(FP)
 	RET
+
+// func shiftClmul(reg uint32, n uint64, tab *[maxShiftBits]uint32) uint32
+//
+// reg·x^(8n) mod P, reflected. One and two zero bytes are the CRC32 instruction's own
+// steps. For a higher set bit k of n, the carry-less product of reg and tab[k] =
+// x^(8·2^k - 32), shifted left by one bit (so that it reads as a 64-bit reflected
+// polynomial, bit 63 being x^0), is reduced by the CRC32 instruction from a zero register,
+// which computes (that polynomial)·x^32 mod P: reg·x^(8·2^k) mod P.
+TEXT ·shiftClmul(SB), NOSPLIT, $0-28
+	MOVL  reg+0(FP), AX
+	MOVQ  n+8(FP), CX
+	MOVQ  tab+16(FP), SI
+	XORL  DX, DX
+	TESTQ $1, CX
+	JZ    shift2
+	CRC32B DL, AX
+
+shift2:
+	TESTQ $2, CX
+	JZ    shiftHigh
+	CRC32W DX, AX
+
+shiftHigh:
+	SHRQ $2, CX
+	ADDQ $8, SI // tab[2]
+
+shiftLoop:
+	TESTQ CX, CX
+	JZ    shiftDone
+	TESTQ $1, CX
+	JZ    shiftNext
+	MOVQ      AX, X0
+	MOVL      (SI), BX
+	MOVQ      BX, X1
+	PCLMULQDQ $0x00, X1, X0
+	MOVQ      X0, BX
+	SHLQ      $1, BX
+	XORL      AX, AX
+	CRC32Q    BX, AX
+
+shiftNext:
+	SHRQ $1, CX
+	ADDQ $4, SI
+	JMP  shiftLoop
+
+shiftDone:
+	MOVL AX, ret+24(FP)
+	RET

@@ -183,3 +183,44 @@ func TestFolderGatherRejectsShortDst(t *testing.T) {
 	var f Folder
 	f.Gather(make([]byte, 10), 5, [][]byte{make([]byte, 6)})
 }
+
+// TestShift checks Shift against the bitwise multiplication, on random registers and
+// distances (every low-bit pattern, and up to 2^40-1), and Raw against a patched checksum.
+func TestShift(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 20000; i++ {
+		reg := r.Uint32()
+		n := r.IntN(1 << (1 + r.IntN(maxShiftBits-1)))
+		if i < 64 {
+			n = i
+		}
+		if got, want := Shift(reg, n), mulModP(xPow8n(uint64(n)), reg); got != want {
+			t.Fatalf("Shift(%#x, %d) = %#x, want %#x", reg, n, got, want)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		m := make([]byte, 1+r.IntN(5000))
+		for j := range m {
+			m[j] = byte(r.Uint32())
+		}
+		p := r.IntN(len(m))
+		d := make([]byte, 1+r.IntN(min(12, len(m)-p)))
+		for j := range d {
+			d[j] = byte(r.Uint32())
+		}
+		before := Checksum(m)
+		for j := range d {
+			m[p+j] ^= d[j]
+		}
+		if got, want := before^Shift(Raw(d), len(m)-p-len(d)), Checksum(m); got != want {
+			t.Fatalf("patch of %d bytes at %d in %d: %#x, want %#x", len(d), p, len(m), got, want)
+		}
+	}
+}
+
+func BenchmarkShift(b *testing.B) {
+	reg := uint32(0x12345678)
+	for b.Loop() {
+		reg = Shift(reg, 1<<20+12345)
+	}
+}
