@@ -27,16 +27,25 @@ var (
 // recordKernel reports whether uncompressed appends are written by encodeRecords.
 var recordKernel = crc32c.Vector()
 
-// encodeRecords writes the frames of recs, described by metas, to dst+w onwards and folds
-// each whole 256-byte block of dst, from its start, into acc as it is written (as
-// crc32c.Folder.Gather does). It writes nothing past dst+end plus kernelSlack bytes, which
-// the caller must provide as spare capacity. It returns the offset after the last frame written and
-// the bytes folded; written == end unless a record's bytes disagree with its meta (a record
-// changed since it was sized), when it stops early and returns -1. It encodes as many
-// records as both recs and metas hold.
+// encodeRecords writes the frames of recs to dst+w onwards and folds each whole 256-byte
+// block of dst, from its start, into acc as it is written (as crc32c.Folder.Gather does).
+// It writes nothing past dst+end plus kernelSlack bytes, which the caller must provide as
+// spare capacity. It returns the offset after the last frame written and the bytes folded.
+//
+// With metas, it writes as many records as both recs and metas hold, as the metas
+// describe; written == end unless a record's bytes disagree with its meta.
+//
+// Without metas (len(metas) == 0), it sizes each record itself as it goes, end being a
+// limit rather than the exact end, and also returns the records' metered total and how
+// many it wrote. It stops short (done < len(recs)), leaving acc as it was, before a record
+// with an empty header name, before the metered total would exceed MaxAppendBytes, and
+// before a frame that would pass end.
+//
+// In both modes written is -1 if a record changed while it was being written (a racing
+// writer): its bytes disagree with the size the kernel wrote for it.
 //
 //go:noescape
-func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)
+func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 
 // sizeRecords sizes recs as recordSize and frameLead do and fills metas for encodeRecords,
 // as many records as both slices hold, stopping before the first record with an empty

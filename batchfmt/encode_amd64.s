@@ -132,21 +132,31 @@ l32: \
 	ADDQ       R12, R9; \
 done:
 
-// func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int)
+// func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 //
-// Records (64 bytes): Timestamp at 0, Headers at 16 (base, len), Body at 40 (base, len).
-// Headers (48 bytes): Name at 0, Value at 24. recMeta (16 bytes): lead at 0 (the magic byte
-// and the metered size, as the frame's first 4 bytes), its length in bytes at 4, the
-// frame's length at 8, and at 12 whether the frame has a timestamp. encode_amd64.go checks
-// these offsets at compile time. A record whose bytes no longer fit the length its meta
-// gives (it changed after it was sized) stops the kernel: every copy is checked against
-// the frame's end, and the frame must end exactly there. Changes that keep the length are
-// not detected here; the reader's checks refuse the object.
+// Records (64 bytes): Timestamp at 0, HasTimestamp at 8, Headers at 16 (base, len), Body at
+// 40 (base, len). Headers (48 bytes): Name at 0, Value at 24. recMeta (16 bytes): lead at 0
+// (the magic byte and the metered size, as the frame's first 4 bytes), its length in bytes
+// at 4, the frame's length at 8, and at 12 whether the frame has a timestamp.
+// encode_amd64.go checks these offsets at compile time.
 //
-// Registers: SI record, DI meta, CX records left, R8 end of all frames, DX end of this
+// With metas, each record is written as its meta says, as many records as both slices
+// hold, and a frame ending past end fails the call. Without metas, the kernel sizes each
+// record itself just before writing it (the records and headers are then read once, not
+// in a pass of their own): end is the limit no frame may pass, and the kernel stops,
+// without touching acc, before a record with an empty header name (a command record, or an
+// invalid one), before the metered total would pass MaxAppendBytes (1 MiB), and before a
+// frame that would pass end; done says how many records were written.
+//
+// A record whose bytes no longer fit the length sized for it (it changed since, under a
+// racing writer) fails the call: every copy is checked against the frame's end, and the
+// frame must end exactly there. Changes that keep the length are not detected here; the
+// reader's checks refuse the object.
+//
+// Registers: SI record, DI meta (0 without metas), CX records left, R8 end, DX end of this
 // frame, R9 write position, R10 fold position, BX header, R14 end of headers, R11/R12 copy
-// source and length, R13 all ones, AX scratch.
-TEXT ·encodeRecords(SB), NOSPLIT, $0-96
+// source and length, R13 all ones, AX scratch; the metered total is kept in a local.
+TEXT ·encodeRecords(SB), NOSPLIT, $8-112
 	MOVQ      acc+0(FP), DI
 	VMOVDQU64 (DI), Z1
 	VMOVDQU64 64(DI), Z2
@@ -160,13 +170,19 @@ TEXT ·encodeRecords(SB), NOSPLIT, $0-96
 	ADDQ      R10, R8
 	MOVQ      recs_base+32(FP), SI
 	MOVQ      recs_len+40(FP), CX
+	MOVQ      $0, metered-8(SP)
+	MOVQ      $-1, R13
+	XORQ      DI, DI
 	MOVQ      metas_len+64(FP), AX
+	TESTQ     AX, AX
+	JZ        start
 	CMPQ      AX, CX
 	CMOVQLT   AX, CX // as many records as both slices hold
 	MOVQ      metas_base+56(FP), DI
-	MOVQ      $-1, R13
-	TESTQ     CX, CX
-	JZ        drain
+
+start:
+	TESTQ CX, CX
+	JZ    drain
 
 record:
 	// Prefetch the headers of the record 2*PF ahead and the first header's name and value
@@ -195,6 +211,8 @@ fetchNear:
 	PREFETCHT0 (BX)
 
 fetched:
+	TESTQ DI, DI
+	JZ    size
 	MOVL 8(DI), DX
 	ADDQ R9, DX     // the frame's end
 	CMPQ DX, R8
@@ -256,10 +274,12 @@ recordFold:
 	JMP  recordFold
 
 recordNext:
-	ADDQ $64, SI
-	ADDQ $16, DI
-	DECQ CX
-	JNZ  record
+	ADDQ  $64, SI
+	LEAQ  16(DI), AX
+	TESTQ DI, DI
+	CMOVQNE AX, DI
+	DECQ  CX
+	JNZ   record
 
 drain:
 	// The end: fold every whole block written.
@@ -282,13 +302,116 @@ done:
 	SUBQ      AX, R10
 	MOVQ      R9, written+80(FP)
 	MOVQ      R10, folded+88(FP)
+	MOVQ      metered-8(SP), AX
+	MOVQ      AX, metered+96(FP)
+	MOVQ      recs_base+32(FP), AX
+	SUBQ      AX, SI
+	SHRQ      $6, SI
+	MOVQ      SI, done+104(FP)
+	RET
+
+stop:
+	// Without metas: the record at SI is the caller's to handle; acc is left as it was.
+	VZEROUPPER
+	MOVQ dst+8(FP), AX
+	SUBQ AX, R9
+	MOVQ R9, written+80(FP)
+	MOVQ $0, folded+88(FP)
+	MOVQ metered-8(SP), AX
+	MOVQ AX, metered+96(FP)
+	MOVQ recs_base+32(FP), AX
+	SUBQ AX, SI
+	SHRQ $6, SI
+	MOVQ SI, done+104(FP)
 	RET
 
 fail:
 	VZEROUPPER
 	MOVQ $-1, written+80(FP)
 	MOVQ $0, folded+88(FP)
+	MOVQ $0, metered+96(FP)
+	MOVQ $0, done+104(FP)
 	RET
+
+size:
+	// Without metas: size the record at SI (as recordSize and frameLead do), then write
+	// its magic byte, metered size and timestamp, and go on at count.
+	MOVQ 24(SI), R12         // headers
+	MOVQ 16(SI), BX
+	MOVQ 48(SI), AX          // body length
+	LEAQ 8(AX)(R12*2), R11   // metered: 8, 2 per header, the body
+	LEAQ 2(AX), DX           // frame: the count field, the body
+	CMPQ R12, $0xFFFF
+	JB   sizeHeader
+	ADDQ $4, DX              // the count's escape
+
+sizeHeader:
+	TESTQ R12, R12
+	JZ    sizeLead
+	MOVQ  8(BX), AX          // name length
+	TESTQ AX, AX
+	JZ    stop               // a command record: the caller's
+	ADDQ  AX, R11
+	LEAQ  4(DX)(AX*1), DX    // two length fields and the name
+	CMPQ  AX, $0xFFFF
+	JB    sizeValue
+	ADDQ  $4, DX
+
+sizeValue:
+	MOVQ 32(BX), AX          // value length
+	ADDQ AX, R11
+	ADDQ AX, DX
+	CMPQ AX, $0xFFFF
+	JB   sizeNext
+	ADDQ $4, DX
+
+sizeNext:
+	ADDQ $48, BX
+	DECQ R12
+	JMP  sizeHeader
+
+sizeLead:
+	MOVQ metered-8(SP), AX
+	ADDQ R11, AX
+	CMPQ AX, $0x100000       // MaxAppendBytes: the caller reports the append
+	JA   stop
+	MOVQ AX, metered-8(SP)
+	MOVL $1, AX              // the metered size's field: 1, 2 or 3 bytes
+	CMPQ R11, $0x100
+	JB   sizeMagic
+	MOVL $2, AX
+	CMPQ R11, $0x10000
+	JB   sizeMagic
+	MOVL $3, AX
+
+sizeMagic:
+	MOVBLZX 8(SI), BX        // HasTimestamp
+	LEAQ    1(DX)(AX*1), DX
+	LEAQ    (DX)(BX*8), DX
+	ADDQ    R9, DX           // the frame's end
+	CMPQ    DX, R8
+	JA      stop             // no room: the caller grows the buffer
+	LEAL    -1(AX), R12
+	SHLL    $3, R12
+	ORL     $2, R12          // recTypeEnvelope | (varlen-1)<<recVarlenShift
+	MOVL    BX, R14
+	SHLL    $5, R14
+	ORL     R14, R12         // recHasTimestamp
+	MOVL    $3, R14
+	SUBL    AX, R14
+	SHLL    $3, R14
+	SHLXL   R14, R11, R11    // the size's bytes at the top, then reversed: big-endian
+	BSWAPL  R11
+	ORL     R12, R11
+	MOVL    R11, (R9)        // magic and metered size; a frame is at least 4 bytes
+	LEAQ    1(R9)(AX*1), R9
+	TESTQ   BX, BX
+	JZ      count
+	MOVQ    0(SI), AX
+	BSWAPQ  AX
+	MOVQ    AX, (R9)
+	ADDQ    $8, R9
+	JMP     count
 
 // func sizeRecords(recs []Record, metas []recMeta) (metered, wire, sized int)
 //

@@ -4,7 +4,7 @@ package batchfmt
 
 var recordKernel = false
 
-func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded int) {
+func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int) {
 	panic("batchfmt: no record kernel on this platform")
 }
 

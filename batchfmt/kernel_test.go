@@ -2,6 +2,7 @@ package batchfmt
 
 import (
 	"bytes"
+	"errors"
 	"math/bits"
 	"math/rand/v2"
 	"testing"
@@ -111,7 +112,7 @@ func TestRecordKernelStopsAtEnd(t *testing.T) {
 		}
 		buf := bytes.Repeat([]byte{0xA5}, wire+kernelSlack+256)
 		var f crc32c.Folder
-		written, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, metas)
+		written, _, _, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, metas)
 		if written != -1 {
 			t.Fatalf("shrink %d: kernel wrote %d of %d bytes and reported no mismatch", shrink, written, wire)
 		}
@@ -159,7 +160,7 @@ func TestRecordKernelRefusesChangedRecords(t *testing.T) {
 		buf := bytes.Repeat([]byte{0xA5}, wire+kernelSlack+2048)
 		var f crc32c.Folder
 		before := *f.State()
-		if written, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, metas); written != -1 {
+		if written, _, _, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, metas); written != -1 {
 			t.Fatalf("name of %d bytes: the kernel wrote %d bytes and reported no mismatch", nl, written)
 		}
 		guard(t, buf, wire)
@@ -174,7 +175,7 @@ func TestRecordKernelRefusesChangedRecords(t *testing.T) {
 	backing := append(metas, recMeta{leadN: 4000, ts: 1})
 	buf := bytes.Repeat([]byte{0xA5}, wire+8192)
 	var f crc32c.Folder
-	if written, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, backing[:1]); written != wire {
+	if written, _, _, _ := encodeRecords(f.State(), &buf[0], 0, wire, recs, backing[:1]); written != wire {
 		t.Fatalf("more records than metas: written %d, want the %d bytes of the first", written, wire)
 	}
 	guard(t, buf, wire)
@@ -241,7 +242,11 @@ func FuzzRecordKernel(f *testing.F) {
 		filler := bytes.Repeat([]byte("0123456789abcdef"), 300)
 		piece := func(n int) []byte { return filler[:n%len(filler)] }
 		var in AppendInput
-		for n := 1 + next()%8; n > 0; n-- {
+		n := 1 + next()%8
+		if len(data) > 0 && data[0]&0x80 != 0 {
+			n += fusedMinRecords // long enough for the kernel's own sizing (addFused)
+		}
+		for ; n > 0; n-- {
 			var r Record
 			if ts := next(); ts&1 == 1 {
 				r.HasTimestamp, r.Timestamp = true, uint64(ts)<<40|uint64(next())
@@ -322,5 +327,144 @@ func TestSizeRecordsMatchesGo(t *testing.T) {
 		if _, _, n := sizeRecords(recs, metas[:len(recs)/2]); n > len(recs)/2 {
 			t.Fatalf("round %d: sized %d records into %d metas", round, n, len(recs)/2)
 		}
+	}
+}
+
+// TestFusedKernel covers appends long enough for the record kernel to size the records as
+// it writes them (addFused): objects of several such appends, whose totals the kernel has
+// often folded as zeros before they were known (the checksum is patched), finished
+// part-way, must equal the portable path's byte for byte. So must appends where the
+// kernel stops short and the two-pass path takes over: a command record among them, a
+// buffer too small, and a metered total over the limit, which must be refused with the
+// same error either way.
+func TestFusedKernel(t *testing.T) {
+	if !recordKernel {
+		t.Skip("no record kernel on this platform")
+	}
+	seed := testSeed(t)
+	r := rand.New(rand.NewPCG(seed, 13))
+	kernelOn := recordKernel
+	defer func() { recordKernel = kernelOn }()
+	encode := func(kernel bool, ins []AppendInput, cut int) (objs [][]byte, fused int, err error) {
+		recordKernel = kernel
+		e := NewEncoder(CompressionNone)
+		for i := range ins {
+			if i == cut {
+				obj, err := e.Finish()
+				if err != nil {
+					return nil, 0, err
+				}
+				objs = append(objs, bytes.Clone(obj))
+			}
+			if e.Add(&ins[i]) < 0 {
+				return nil, 0, e.Err()
+			}
+		}
+		obj, err := e.Finish()
+		if err != nil {
+			return nil, 0, err
+		}
+		return append(objs, bytes.Clone(obj)), e.fusedAppends, nil
+	}
+	fusedTotal, stops := 0, 0
+	for round := 0; round < 150; round++ {
+		var ins []AppendInput
+		for a := 0; a < 1+r.IntN(4); a++ {
+			var in AppendInput
+			n := fusedMinRecords + r.IntN(100)
+			if r.IntN(10) == 0 {
+				n = fusedMinRecords - 1 - r.IntN(3) // just below: the two-pass path
+			}
+			for range n {
+				rec := randRecord(r, false)
+				if rec.IsCommand() && r.IntN(100) != 0 {
+					rec = Record{Body: randBytes(r, r.IntN(3000))}
+				}
+				in.Records = append(in.Records, rec)
+			}
+			if r.IntN(2) == 0 {
+				s := r.Uint64()
+				in.MatchSeqNum = &s
+			}
+			if r.IntN(2) == 0 {
+				tok := string(randBytes(r, r.IntN(MaxFencingTokenLen+1)))
+				in.FencingToken = &tok
+			}
+			if in.Validate() != nil {
+				continue
+			}
+			ins = append(ins, in)
+		}
+		if len(ins) == 0 {
+			continue
+		}
+		cut := r.IntN(len(ins) + 1)
+		got, fused, err := encode(true, ins, cut)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		want, _, err := encode(false, ins, cut)
+		if err != nil {
+			t.Fatalf("round %d: portable: %v", round, err)
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				at := -1
+				for j := range min(len(got[i]), len(want[i])) {
+					if got[i][j] != want[i][j] {
+						at = j
+						break
+					}
+				}
+				t.Fatalf("round %d: object %d (cut %d of %d appends, %d fused): the fused kernel's bytes differ from the portable path's (lengths %d, %d; first at %d)", round, i, cut, len(ins), fused, len(got[i]), len(want[i]), at)
+			}
+		}
+		b, err := decodeChecked(got[len(got)-1])
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		checkBatch(t, b, ins, nil)
+		fusedTotal += fused
+		for _, in := range ins {
+			if len(in.Records) >= fusedMinRecords {
+				for i := range in.Records {
+					if in.Records[i].IsCommand() {
+						stops++
+						break
+					}
+				}
+			}
+		}
+	}
+	if fusedTotal == 0 || stops == 0 {
+		t.Fatalf("%d appends took the fused path and %d stopped at a command record: the test missed its cases", fusedTotal, stops)
+	}
+	t.Logf("%d appends fused, %d with a command record", fusedTotal, stops)
+
+	// Too little room: a new encoder's buffer holds 64 KiB; the kernel stops, the two-pass
+	// path grows the buffer, and the next append fits.
+	big := AppendInput{}
+	for range 200 {
+		big.Records = append(big.Records, Record{HasTimestamp: true, Timestamp: 7, Body: randBytes(r, 2000)})
+	}
+	got, fused, err := encode(true, []AppendInput{big, big}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := encode(false, []AppendInput{big, big}, -1)
+	if !bytes.Equal(got[0], want[0]) || fused != 1 {
+		t.Fatalf("growing: objects equal %v, %d appends fused (want 1: the second)", bytes.Equal(got[0], want[0]), fused)
+	}
+
+	// Over the limit: the same error as Validate's, and nothing of the append kept.
+	over := AppendInput{}
+	for range 40 {
+		over.Records = append(over.Records, Record{Body: make([]byte, MaxAppendBytes/39)})
+	}
+	_, _, errK := encode(true, []AppendInput{over}, -1)
+	_, _, errP := encode(false, []AppendInput{over}, -1)
+	var ae *AppendError
+	if errK == nil || errP == nil || errK.Error() != errP.Error() || !errors.As(errK, &ae) {
+		t.Fatalf("an append over %d bytes: kernel %v, portable %v", MaxAppendBytes, errK, errP)
 	}
 }
