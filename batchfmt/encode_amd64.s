@@ -39,7 +39,7 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 // PF is how many records ahead the kernel prefetches a record's first header. Its name and
 // value are small allocations of their own, away from the record and its body, and a
 // miss on them stalls the copy that needs them.
-#define PF 4
+#define PF 2
 
 // FOLDBLOCK folds the block at R10 and moves R10 past it.
 #define FOLDBLOCK \
@@ -185,17 +185,9 @@ start:
 	JZ    drain
 
 record:
-	// Prefetch the headers of the record 2*PF ahead and the first header's name and value
-	// of the record PF ahead. A nil pointer is replaced by SI: a prefetch never faults,
-	// but one of an unmapped address can cost a page walk.
-	CMPQ    CX, $(2*PF)
-	JBE     fetchNear
-	MOVQ    (2*PF*64+16)(SI), AX
-	TESTQ   AX, AX
-	CMOVQEQ SI, AX
-	PREFETCHT0 (AX)
-
-fetchNear:
+	// Prefetch the first header's name and value of the record PF ahead. A nil pointer is
+	// replaced by SI: a prefetch never faults, but one of an unmapped address can cost a
+	// page walk. (Prefetching the headers themselves too cost more than it gained.)
 	CMPQ    CX, $PF
 	JBE     fetched
 	CMPQ    (PF*64+24)(SI), $0
