@@ -382,7 +382,7 @@ func (e *Engine) DeleteBasin(ctx context.Context, name string) error {
 			return err
 		}
 		for _, st := range streams {
-			if err := e.DeleteStream(ctx, name, st.Name); err != nil && !errors.Is(err, manifest.ErrNotExist) {
+			if _, err := e.DeleteStream(ctx, name, st.Name); err != nil && !errors.Is(err, manifest.ErrNotExist) {
 				return err
 			}
 		}
@@ -468,18 +468,19 @@ func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter stri
 
 // DeleteStream deletes a stream: its manifest first (so readers and producers see it gone at
 // once), then its batch and segment objects: those it references and those written before
-// its manifest's last write (so none of a stream created again under the name meanwhile). A producer of this engine for the stream is
-// closed; producers elsewhere fail their next commit with manifest.ErrNotExist. Objects a
-// producer elsewhere uploads afterwards are unreferenced and left to the collector's grace
-// period... of a later stream of the same name; see package gc.
-func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
+// its manifest's last write, none of a stream created again under the name meanwhile. It
+// returns how many objects it deleted, the manifest included. A producer of this engine for
+// the stream is closed; producers elsewhere fail their next commit with
+// manifest.ErrNotExist, and what they upload afterwards is unreferenced, left to the
+// collector (package gc).
+func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted int, err error) {
 	st, err := catalog.Locate(basin, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	snap, err := e.Stream(ctx, basin, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Only objects of this stream go: those its manifest references (their keys are unique)
 	// and those written before its manifest's last write. Objects written later may belong
@@ -487,7 +488,7 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 	// (unreferenced ones go to the collector).
 	head, err := e.cfg.Store.Head(ctx, st.ManifestPath)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	refs := map[string]bool{}
 	for _, r := range snap.State.Segments {
@@ -504,8 +505,9 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 	delete(e.readers, streamKey{basin, name})
 	e.mu.Unlock()
 	if err := e.cfg.Store.Delete(ctx, st.ManifestPath); err != nil {
-		return err
+		return 0, err
 	}
+	deleted = 1
 	if op != nil {
 		e.closeAsync(op) // its pending commits fail: the manifest is gone
 	}
@@ -514,13 +516,17 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) error {
 			if !refs[o.Key] && (o.ModTime.IsZero() || !o.ModTime.Before(head.ModTime)) {
 				return nil
 			}
-			return e.cfg.Store.Delete(ctx, o.Key)
+			if err := e.cfg.Store.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+			deleted++
+			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("engine: stream %q deleted, but removing its objects failed (the collector will retry): %w", name, err)
+			return deleted, fmt.Errorf("engine: stream %q deleted, but removing its objects failed (the collector will retry): %w", name, err)
 		}
 	}
-	return nil
+	return deleted, nil
 }
 
 // Tail returns a stream's tail.

@@ -104,7 +104,7 @@ func TestStreamLifecycle(t *testing.T) {
 		if err != nil || more || len(streams) != 1 || streams[0].Name != "orders/2024" {
 			t.Fatalf("list: %+v %v %v", streams, more, err)
 		}
-		if err := e.DeleteStream(ctx, basin, "orders/2024"); err != nil {
+		if _, err := e.DeleteStream(ctx, basin, "orders/2024"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Tail(ctx, basin, "orders/2024"); !errors.Is(err, manifest.ErrNotExist) {

@@ -49,7 +49,7 @@ func TestDeleteStreamSparesObjectsOfRecreatedStream(t *testing.T) {
 		}
 		_, hookErr = e.Append(ctx, "", "s", records(3, "new"))
 	}
-	if err := e.DeleteStream(ctx, "", "s"); err != nil {
+	if _, err := e.DeleteStream(ctx, "", "s"); err != nil {
 		t.Fatal(err)
 	}
 	if hookErr != nil {

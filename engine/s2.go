@@ -238,7 +238,8 @@ func (b *s2Backend) ReconfigureStream(ctx context.Context, basin, stream string,
 }
 
 func (b *s2Backend) DeleteStream(ctx context.Context, basin, stream string) error {
-	return apiError(b.e.DeleteStream(ctx, basin, stream))
+	_, err := b.e.DeleteStream(ctx, basin, stream)
+	return apiError(err)
 }
 
 func (b *s2Backend) Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (s2api.AppendAck, error) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
@@ -454,5 +455,52 @@ func TestHelpIsAccurate(t *testing.T) {
 				t.Errorf("sluice %v does not mention %q:\n%s", args, w, r.stdout)
 			}
 		}
+	}
+}
+
+// TestStreamDeleteSparesLaterObjects: "stream delete" removes the objects the stream's
+// manifest referenced and those older than its last commit, but not an object written
+// after it (a producer still running, or a stream created again under the name): it is
+// left for the collector.
+func TestStreamDeleteSparesLaterObjects(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "keep")
+	c.ok("1\n2\n3\n", "append", "keep")
+	c.ok("4\n", "append", "keep")
+	fs, err := objectstore.NewFileStore(c.dir + "/sluice-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := catalog.Locate("", "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.TrimSuffix(st.ManifestPath, "manifest")
+	late := st.DataPrefix + "/late-object"
+	if _, err := fs.Put(ctx, late, strings.NewReader("x"), 1, objectstore.PutCondition{}); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(c.dir+"/sluice-data/"+late, future, future); err != nil {
+		t.Fatal(err)
+	}
+	var before []string
+	if err := objectstore.ListAll(ctx, fs, dir, func(o objectstore.ObjectInfo) error {
+		before = append(before, o.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	del := decodeJSON[map[string]any](t, c.ok("", "stream", "delete", "keep").stdout)
+	var after []string
+	if err := objectstore.ListAll(ctx, fs, dir, func(o objectstore.ObjectInfo) error {
+		after = append(after, o.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 1 || after[0] != late || int(del["objects"].(float64)) != len(before)-1 {
+		t.Fatalf("before %v; delete said %v; left %v, want only %s", before, del, after, late)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
-	"github.com/sluice-dev/sluice/objectstore"
 )
 
 func newStreamCmd(g *globals) *cobra.Command {
@@ -335,9 +334,11 @@ func newStreamDeleteCmd(g *globals) *cobra.Command {
 		Use:   "delete NAME",
 		Short: "Delete a stream and all its records",
 		Long: `Delete the stream NAME: its manifest first (from then on the stream does not exist
-and its producers and consumers fail), then every object under it (batches, segments).
-This cannot be undone. Objects a still-running producer uploads afterwards are left
-for "sluice gc".`,
+and its producers and consumers fail), then its batch and segment objects: those the
+manifest referenced and those written before its last commit. This cannot be undone.
+Objects written after that (by a producer still running, or by a stream created again
+under the same name meanwhile, whose objects are never touched) are left for "sluice gc".
+It prints {"deleted":NAME,"objects":N}, N counting the manifest.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -346,11 +347,15 @@ for "sluice gc".`,
 				return err
 			}
 			defer e.close()
-			st, _, err := e.load(ctx, args[0])
+			if _, _, err := e.load(ctx, args[0]); err != nil {
+				return err // with the CLI's own words for a stream that does not exist
+			}
+			en, err := newEngine(e)
 			if err != nil {
 				return err
 			}
-			n, err := deleteStream(ctx, e.store, st)
+			defer en.Close(context.Background())
+			n, err := en.DeleteStream(ctx, basin, args[0])
 			if err != nil {
 				return e.streamErr(args[0], err)
 			}
@@ -362,13 +367,19 @@ for "sluice gc".`,
 	return cmd
 }
 
-// ensureBasin creates a basin's marker object if it is missing, so that the daemon (package
-// engine) serves the basin and "sluice gc" finds its streams.
-func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
+// newEngine returns an engine on the command's store, for the operations the CLI shares
+// with the daemon; the caller closes it.
+func newEngine(e *libEnv) (*engine.Engine, error) {
 	cfg := engine.DefaultConfig()
 	cfg.Store = e.store
 	cfg.Logger = e.log
-	en, err := engine.New(cfg)
+	return engine.New(cfg)
+}
+
+// ensureBasin creates a basin's marker object if it is missing, so that the daemon (package
+// engine) serves the basin and "sluice gc" finds its streams.
+func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
+	en, err := newEngine(e)
 	if err != nil {
 		return err
 	}
@@ -383,18 +394,3 @@ func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
 
 // deleteStream deletes a stream's manifest, then every object under the stream's directory.
 // It returns the number of objects deleted.
-func deleteStream(ctx context.Context, s objectstore.Store, st catalog.Stream) (int, error) {
-	if err := s.Delete(ctx, st.ManifestPath); err != nil {
-		return 0, err
-	}
-	n := 1
-	dir := st.ManifestPath[:len(st.ManifestPath)-len("manifest")]
-	err := objectstore.ListAll(ctx, s, dir, func(o objectstore.ObjectInfo) error {
-		if err := s.Delete(ctx, o.Key); err != nil {
-			return err
-		}
-		n++
-		return nil
-	})
-	return n, err
-}
