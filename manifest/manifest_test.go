@@ -441,3 +441,54 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 	})
 }
+
+// opCounter counts a store's Head and Put calls.
+type opCounter struct {
+	objectstore.Store
+	heads, puts int
+}
+
+func (c *opCounter) Head(ctx context.Context, key string) (objectstore.ObjectInfo, error) {
+	c.heads++
+	return c.Store.Head(ctx, key)
+}
+
+func (c *opCounter) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	c.puts++
+	return c.Store.Put(ctx, key, body, size, cond)
+}
+
+// TestCreateRequests: creating a manifest under a free name is one conditional PUT; over a
+// tombstone (the collector's deletion) it is replaced, conditionally on its version; over
+// a live manifest it is ErrExists and the manifest stays.
+func TestCreateRequests(t *testing.T) {
+	ctx := context.Background()
+	s := &opCounter{Store: objectstore.NewMemStore()}
+	now := time.Unix(1700000000, 0)
+	if _, err := Create(ctx, s, "a/manifest", DefaultConfig(), now); err != nil {
+		t.Fatal(err)
+	}
+	if s.heads != 0 || s.puts != 1 {
+		t.Fatalf("create under a free name: %d HEADs and %d PUTs, want 0 and 1", s.heads, s.puts)
+	}
+	if _, err := objectstore.PutBytes(ctx, s.Store, "b/manifest", nil, objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ctx, s, "b/manifest"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("load of a tombstone: %v, want ErrNotExist", err)
+	}
+	snap, err := Create(ctx, s, "b/manifest", DefaultConfig(), now)
+	if err != nil {
+		t.Fatalf("create over a tombstone: %v", err)
+	}
+	if got, err := Load(ctx, s, "b/manifest"); err != nil || got.State.Generation != snap.State.Generation {
+		t.Fatalf("after create over a tombstone: %v, %v", got, err)
+	}
+	before, _ := Load(ctx, s, "a/manifest")
+	if _, err := Create(ctx, s, "a/manifest", DefaultConfig(), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
+		t.Fatalf("create over a live manifest: %v, want ErrExists", err)
+	}
+	if after, err := Load(ctx, s, "a/manifest"); err != nil || after.Version != before.Version {
+		t.Fatalf("the live manifest changed: %v", err)
+	}
+}

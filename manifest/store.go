@@ -56,11 +56,15 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	if _, err := stamp(st); err != nil {
 		return nil, err
 	}
-	cond := objectstore.IfAbsent()
-	if head, herr := store.Head(ctx, path); herr == nil && head.Size == 0 {
-		cond = objectstore.IfMatch(head.Version)
+	data := st.Encode()
+	info, err := objectstore.PutBytes(ctx, store, path, data, objectstore.IfAbsent())
+	if errors.Is(err, objectstore.ErrPreconditionFailed) {
+		// Something is there: a tombstone is replaced, conditionally on its version (the
+		// common case, a free name, costs one request).
+		if head, herr := store.Head(ctx, path); herr == nil && head.Size == 0 {
+			info, err = objectstore.PutBytes(ctx, store, path, data, objectstore.IfMatch(head.Version))
+		}
 	}
-	info, err := objectstore.PutBytes(ctx, store, path, st.Encode(), cond)
 	switch {
 	case err == nil:
 		return &Snapshot{State: st, Version: info.Version}, nil
