@@ -259,43 +259,55 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		encPrefix = root + p
 	}
 	for {
-		page, err := s.List(ctx, encPrefix, after, 2)
+		page, err := s.List(ctx, encPrefix, after, listPageSize)
 		if err != nil {
 			return nil, false, err
 		}
-		if len(page.Objects) == 0 {
+		for _, o := range page.Objects {
+			key := o.Key
+			if key <= after {
+				continue // inside a run of data or segment objects skipped below
+			}
+			enc, tail, ok := cutDir(strings.TrimPrefix(key, root))
+			if !ok {
+				after = key
+				continue
+			}
+			switch {
+			case tail == "manifest":
+				after = key
+				name, derr := DecodeDir(enc)
+				if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
+					continue // not ours, or a deleted stream's tombstone (see manifest.Create)
+				}
+				st, _ := Locate(basin, name)
+				if len(streams) == limit {
+					return streams, true, nil
+				}
+				streams = append(streams, st)
+			case strings.HasPrefix(tail, "data/"):
+				// Skip the stream's data objects: "data0" sorts after every "data/...", so
+				// the rest of the run is passed over in this page and not listed again.
+				after = root + enc + "/data0"
+			case strings.HasPrefix(tail, "manifest.seg/"):
+				after = root + enc + "/manifest.seg0" // likewise its sealed segments
+			default:
+				after = key
+			}
+		}
+		if page.NextStartAfter == "" {
 			return streams, false, nil
 		}
-		key := page.Objects[0].Key
-		rest := strings.TrimPrefix(key, root)
-		enc, tail, ok := cutDir(rest)
-		if !ok {
-			after = key
-			continue
-		}
-		switch {
-		case tail == "manifest":
-			name, derr := DecodeDir(enc)
-			after = key
-			if derr != nil || !strings.HasPrefix(name, prefix) || page.Objects[0].Size == 0 {
-				continue // not ours, or a deleted stream's tombstone (see manifest.Create)
-			}
-			st, _ := Locate(basin, name)
-			if len(streams) == limit {
-				return streams, true, nil
-			}
-			streams = append(streams, st)
-		case strings.HasPrefix(tail, "data/"):
-			// Skip the stream's data objects in one step: "data0" sorts after every "data/...".
-			after = root + enc + "/data0"
-		case strings.HasPrefix(tail, "manifest.seg/"):
-			// Likewise its sealed segments (manifest.SegmentPrefix).
-			after = root + enc + "/manifest.seg0"
-		default:
-			after = key
+		if page.NextStartAfter > after {
+			after = page.NextStartAfter
 		}
 	}
 }
+
+// listPageSize is the page ListStreams asks for: streams whose objects are few cost a share
+// of one request each; a stream with a long run of data objects costs about one request
+// (the listing then jumps past the run).
+const listPageSize = 100
 
 // ListBasins lists basin names that start with prefix, after startAfter, up to limit.
 func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter string, limit int) (basins []string, more bool, err error) {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -221,4 +222,44 @@ func FuzzDecodeName(f *testing.F) {
 			t.Fatalf("DecodeName accepted non-canonical %q (-> %q)", enc, name)
 		}
 	})
+}
+
+// listCounter counts List calls.
+type listCounter struct {
+	objectstore.Store
+	lists int
+}
+
+func (c *listCounter) List(ctx context.Context, prefix, startAfter string, limit int) (objectstore.ListPage, error) {
+	c.lists++
+	return c.Store.List(ctx, prefix, startAfter, limit)
+}
+
+// TestListStreamsRequests: streams with few objects are listed a page at a time, and a
+// stream with a long run of data objects costs about one request more, not one per object.
+func TestListStreamsRequests(t *testing.T) {
+	ctx := context.Background()
+	s := &listCounter{Store: objectstore.NewMemStore()}
+	const n = 300
+	for i := range n {
+		st, err := Locate("", fmt.Sprintf("s%03d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustPut(t, s, st.DataPrefix+"/obj")
+		mustPut(t, s, st.ManifestPath)
+	}
+	busy, _ := Locate("", "s150x")
+	for i := range 2500 {
+		mustPut(t, s, fmt.Sprintf("%s/obj%05d", busy.DataPrefix, i))
+	}
+	mustPut(t, s, busy.ManifestPath)
+	got, more, err := ListStreams(ctx, s, "", "", "", 0)
+	if err != nil || more || len(got) != n+1 {
+		t.Fatalf("listed %d streams (more %v): %v", len(got), more, err)
+	}
+	if limit := 2*n/listPageSize + 4; s.lists > limit {
+		t.Fatalf("%d List requests for %d streams, want at most %d", s.lists, n+1, limit)
+	}
+	t.Logf("%d List requests for %d streams and %d objects", s.lists, n+1, 2*n+2501)
 }
