@@ -510,3 +510,23 @@ func BenchmarkEncodeReadBatchJSON(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendFrameTooLarge: a frame over MaxFrameBytes is refused and dst is returned as it
+// was, whatever the compression.
+func TestAppendFrameTooLarge(t *testing.T) {
+	big := make([]byte, s2api.MaxFrameBytes)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range big { // xorshift: bytes no compressor shrinks below the limit
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		big[i] = byte(x)
+	}
+	dst := []byte("kept")
+	for _, c := range []s2api.Compression{s2api.CompressionNone, s2api.CompressionGzip, s2api.CompressionZstd} {
+		got, err := s2api.AppendFrame(dst, s2api.Frame{Body: big, Compression: c})
+		if !errors.Is(err, s2api.ErrFrame) || string(got) != "kept" {
+			t.Fatalf("compression %d: %d bytes, %v; want ErrFrame and dst unchanged", c, len(got), err)
+		}
+	}
+}

@@ -73,48 +73,62 @@ func frameErr(format string, args ...any) error {
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // AppendFrame appends the wire form of f to dst, compressing a regular frame's body with
-// f.Compression. A terminal frame is never compressed.
+// f.Compression straight into dst. A terminal frame is never compressed. On error dst is
+// returned as it was.
 func AppendFrame(dst []byte, f Frame) ([]byte, error) {
-	body := f.Body
 	var flag byte
-	if f.Terminal {
-		flag |= FlagTerminal
-		st := make([]byte, 2, 2+len(body))
-		binary.BigEndian.PutUint16(st, uint16(f.Status))
-		body = append(st, body...)
-	} else {
-		if f.ReconnectAdvised {
-			flag |= FlagReconnectAdvised
-		}
-		switch f.Compression {
-		case CompressionNone:
-		case CompressionGzip:
-			flag |= FlagGzip
-			var buf bytes.Buffer
-			zw := gzipWriters.Get().(*gzip.Writer)
-			zw.Reset(&buf)
-			_, err := zw.Write(body)
-			if err == nil {
-				err = zw.Close()
-			}
-			gzipWriters.Put(zw)
-			if err != nil {
-				return dst, err
-			}
-			body = buf.Bytes()
-		case CompressionZstd:
-			flag |= FlagZstd
-			body = zstdEncoder().EncodeAll(body, nil)
-		default:
-			return dst, fmt.Errorf("s2api: unknown compression %d", f.Compression)
-		}
+	switch {
+	case f.Terminal:
+		flag = FlagTerminal
+	case f.Compression == CompressionGzip:
+		flag = FlagGzip
+	case f.Compression == CompressionZstd:
+		flag = FlagZstd
+	case f.Compression != CompressionNone:
+		return dst, fmt.Errorf("s2api: unknown compression %d", f.Compression)
 	}
-	n := 1 + len(body)
+	if !f.Terminal && f.ReconnectAdvised {
+		flag |= FlagReconnectAdvised
+	}
+	start := len(dst)
+	out := append(dst, 0, 0, 0, flag) // the length is filled in below
+	switch {
+	case f.Terminal:
+		out = binary.BigEndian.AppendUint16(out, uint16(f.Status))
+		out = append(out, f.Body...)
+	case f.Compression == CompressionGzip:
+		w := appendWriter{out}
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(&w)
+		_, err := zw.Write(f.Body)
+		if err == nil {
+			err = zw.Close()
+		}
+		zw.Reset(nil) // keep no reference to the frame's buffer in the pool
+		gzipWriters.Put(zw)
+		if err != nil {
+			return dst, err
+		}
+		out = w.b
+	case f.Compression == CompressionZstd:
+		out = zstdEncoder().EncodeAll(f.Body, out)
+	default:
+		out = append(out, f.Body...)
+	}
+	n := len(out) - start - 3
 	if n > MaxFrameBytes {
 		return dst, frameErr("frame of %d bytes exceeds the limit of %d", n, MaxFrameBytes)
 	}
-	dst = append(dst, byte(n>>16), byte(n>>8), byte(n), flag)
-	return append(dst, body...), nil
+	out[start], out[start+1], out[start+2] = byte(n>>16), byte(n>>8), byte(n)
+	return out, nil
+}
+
+// appendWriter is an io.Writer that appends to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // TerminalErrorFrame is the terminal frame that reports err (status + JSON body, as
