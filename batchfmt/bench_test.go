@@ -41,7 +41,7 @@ func benchAppends(bodySize, total int) ([]AppendInput, int, int) {
 			body = fmt.Appendf(body, "%d ", r.IntN(100000))
 		}
 		body = body[:bodySize]
-		rec := Record{Timestamp: uint64(1700000000000 + i), HasTimestamp: true, Headers: []Header{{Name: []byte("k"), Value: []byte("v1234567")}}, Body: body}
+		rec := Record{Timestamp: 1700000000000 + uint64(i), HasTimestamp: true, Headers: []Header{{Name: []byte("k"), Value: []byte("v1234567")}}, Body: body}
 		if len(cur.Records) == MaxAppendRecords || cur.MeteredSize()+rec.MeteredSize() > MaxAppendBytes {
 			ins = append(ins, cur)
 			cur = AppendInput{}

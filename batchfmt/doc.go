@@ -97,16 +97,22 @@
 //
 // # Encoding and decoding
 //
-// Encoder.Add validates each append as AppendInput.Validate does (sizing all its records
-// before writing any) and copies it into one buffer (no allocation per record); Finish
-// writes the header, compresses if configured and appends the CRC. An uncompressed object's
-// CRC32C is computed while it is written, each 256-byte block folded into the checksum
+// Encoder.Add validates each append as AppendInput.Validate does and copies it into one
+// buffer (no allocation per record); nothing of a refused append is kept. Finish writes the
+// header, compresses if configured and appends the CRC. An uncompressed object's CRC32C is
+// computed while it is written, each 256-byte block folded into the checksum
 // (internal/crc32c's Folder) shortly after it is written, while it is still in the L1
 // cache. On amd64 with AVX-512 a record kernel (encode_amd64.s) writes an append's frames
-// straight from its Records and folds as it goes, after one Go pass that validates and sizes
-// them; elsewhere, and for zstd, Go writes each frame's head to a scratch buffer and copies
-// heads and bodies in order. A test requires both paths to write the same bytes. The
-// header's CRC32C, known last, is put in front at Finish. Decode returns a Batch that
+// straight from its Records and folds as it goes. For appends of 32 records and more it
+// sizes each record just before writing it, so each record is read once; the append's
+// totals, known only at the end, are written into its header then, and if the kernel had
+// already folded their zero placeholders the checksum is patched (it is linear:
+// crc32c.Raw and Shift). A command record, a total over the limit or a full buffer stops
+// the kernel short, and the append is written again by the two-pass path: an assembly (or
+// Go, for command records) pass sizes every record, then the kernel writes them. Elsewhere,
+// and for zstd, Go writes each frame's head to a scratch buffer and copies heads and bodies
+// in order. Tests require all paths to write the same bytes. The header's CRC32C, known
+// last, is put in front at Finish. Decode returns a Batch that
 // aliases its input when stored uncompressed; a Decoder reuses its decompression buffer
 // across objects. zstd uses one process-wide encoder and decoder (see zstd.go), at level
 // SpeedFastest.
@@ -141,12 +147,13 @@
 // alone 14-15 µs), and per-record work for each of the ~1000 records of 1 KiB. Decoding
 // runs the checksum over the object, then parses each record as the Iterator returns it
 // (about 17 ns per record): about 33 µs per MiB. Encoding hides most of the checksum behind
-// its copy (a loop copying one contiguous megabyte and folding it takes 20 µs), but each
-// record is visited twice, and its body, headers and Record are three places in memory:
-// the sizing pass (assembly, about 2.5 µs per MiB) and the record kernel, which gathers the
-// records, writes their frames and folds (about 33 µs; 28 µs for records without headers
-// whose bodies are contiguous, 31 µs for the same records without the fold): 37-42 µs per
-// MiB, which is why encoding 1 KiB bodies stays under the 0.8 target run apart.
+// its copy (a loop copying one contiguous megabyte and folding it takes 20 µs), but a
+// record's body, headers and Record are three places in memory, and each record costs
+// about 60 instructions of its own (sizing it, its frame's head, the checks that keep a
+// racing writer from pushing the kernel past its buffer): 35-42 µs per MiB of 1 KiB
+// records, about 28 for the same bytes in records without headers whose bodies are
+// contiguous. That is why encoding 1 KiB bodies stays under the 0.8 target when run apart
+// from the copy, which streams one contiguous buffer with non-temporal stores.
 //
 // # Test vectors
 //

@@ -200,9 +200,13 @@ write:
 	b = appendAppendHeader(b, in, flags, n, metered, wire)
 	recStart := len(b)
 	if need := wire + kernelSlack; cap(b)-recStart < need {
-		// Room for another append like this one as well, or twice the object so far: the
-		// record kernel, sizing as it writes (addFused), needs the room before it starts.
-		b = slices.Grow(b, max(2*need, recStart))
+		if kernel {
+			// Room for another append like this one as well, or for as much again as the
+			// object holds (up to 64 MiB more): the record kernel, sizing as it writes
+			// (addFused), needs the room before it starts.
+			need = max(2*need, min(recStart, 64<<20))
+		}
+		b = slices.Grow(b, need)
 	}
 	b = b[:recStart+wire]
 	switch {

@@ -367,7 +367,6 @@ sizeLead:
 	ADDQ R11, AX
 	CMPQ AX, $0x100000       // MaxAppendBytes: the caller reports the append
 	JA   stop
-	MOVQ AX, metered-8(SP)
 	MOVL $1, AX              // the metered size's field: 1, 2 or 3 bytes
 	CMPQ R11, $0x100
 	JB   sizeMagic
@@ -383,6 +382,9 @@ sizeMagic:
 	ADDQ    R9, DX           // the frame's end
 	CMPQ    DX, R8
 	JA      stop             // no room: the caller grows the buffer
+	MOVQ    metered-8(SP), R14
+	ADDQ    R11, R14
+	MOVQ    R14, metered-8(SP) // the total of the records written
 	LEAL    -1(AX), R12
 	SHLL    $3, R12
 	ORL     $2, R12          // recTypeEnvelope | (varlen-1)<<recVarlenShift

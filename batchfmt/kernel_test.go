@@ -3,6 +3,7 @@ package batchfmt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"testing"
@@ -230,6 +231,7 @@ func encodeBothWays(t *testing.T, in AppendInput) [2][]byte {
 func FuzzRecordKernel(f *testing.F) {
 	f.Add([]byte{3, 1, 0x80, 5, 2, 9, 200, 0, 70, 1, 1, 64, 255})
 	f.Add(bytes.Repeat([]byte{0x41}, 300))
+	f.Add(append([]byte{3, 0x81}, bytes.Repeat([]byte{5, 1, 9, 2, 0x80}, 60)...)) // 35 records: sized by the kernel
 	f.Fuzz(func(t *testing.T, data []byte) {
 		next := func() int { // the next input byte, or 0 past the end
 			if len(data) == 0 {
@@ -466,5 +468,105 @@ func TestFusedKernel(t *testing.T) {
 	var ae *AppendError
 	if errK == nil || errP == nil || errK.Error() != errP.Error() || !errors.As(errK, &ae) {
 		t.Fatalf("an append over %d bytes: kernel %v, portable %v", MaxAppendBytes, errK, errP)
+	}
+}
+
+// TestFusedKernelEdges: appends the record kernel sizes as it writes that hold the
+// 0xFFFF escapes (a header count, a name, values of 0xFFFF and 0x10000 bytes); appends
+// whose totals the kernel folded only in part (the fold's edge inside the 8 bytes, after a
+// padding append of every length); and a metered total of exactly MaxAppendBytes, which
+// fits, against one byte more, which does not. All must match the portable path.
+func TestFusedKernelEdges(t *testing.T) {
+	if !recordKernel {
+		t.Skip("no record kernel on this platform")
+	}
+	kernelOn := recordKernel
+	defer func() { recordKernel = kernelOn }()
+	encode := func(kernel bool, ins []AppendInput, cut int) (objs [][]byte, fused int, err error) {
+		recordKernel = kernel
+		e := NewEncoder(CompressionNone)
+		for i := range ins {
+			if i == cut {
+				obj, err := e.Finish()
+				if err != nil {
+					return nil, 0, err
+				}
+				objs = append(objs, bytes.Clone(obj))
+			}
+			if e.Add(&ins[i]) < 0 {
+				return nil, 0, e.Err()
+			}
+		}
+		obj, err := e.Finish()
+		if err != nil {
+			return nil, 0, err
+		}
+		return append(objs, bytes.Clone(obj)), e.fusedAppends, nil
+	}
+	same := func(what string, ins []AppendInput, cut int) int {
+		t.Helper()
+		got, fused, err := encode(true, ins, cut)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		want, _, err := encode(false, ins, cut)
+		if err != nil {
+			t.Fatalf("%s: portable: %v", what, err)
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%s: object %d differs from the portable path's", what, i)
+			}
+		}
+		b, err := decodeChecked(got[len(got)-1])
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkBatch(t, b, ins, nil)
+		return fused
+	}
+	many := make([]Header, 0xFFFF)
+	for i := range many {
+		many[i] = Header{Name: []byte("h")}
+	}
+	for _, odd := range []Record{
+		{Headers: many},
+		{Headers: []Header{{Name: bytes.Repeat([]byte("n"), 0xFFFF), Value: []byte("v")}}},
+		{HasTimestamp: true, Headers: []Header{{Name: []byte("n"), Value: bytes.Repeat([]byte("v"), 0xFFFF)}}},
+		{Headers: []Header{{Name: []byte("n"), Value: bytes.Repeat([]byte("v"), 0x10000)}}, Body: []byte("b")},
+	} {
+		var in AppendInput
+		for i := range 40 {
+			if i == 7 {
+				in.Records = append(in.Records, odd)
+				continue
+			}
+			in.Records = append(in.Records, Record{Body: []byte("x")})
+		}
+		if fused := same("escapes", []AppendInput{in, in, in}, -1); fused == 0 {
+			t.Fatalf("escapes: no append was sized by the kernel")
+		}
+	}
+	small := AppendInput{Records: make([]Record, fusedMinRecords)} // 4-byte frames
+	for pad := 0; pad < 600; pad++ {
+		ins := []AppendInput{{Records: []Record{{Body: make([]byte, pad)}}}, small, small, small}
+		for cut := 0; cut <= len(ins); cut++ {
+			same(fmt.Sprintf("padding %d, cut %d", pad, cut), ins, cut)
+		}
+	}
+	exact := AppendInput{Records: make([]Record, 40)}
+	for i := range exact.Records {
+		exact.Records[i].Body = make([]byte, MaxAppendBytes/40-8)
+	}
+	exact.Records[0].Body = make([]byte, len(exact.Records[0].Body)+MaxAppendBytes-exact.MeteredSize())
+	if exact.MeteredSize() != MaxAppendBytes {
+		t.Fatalf("test setup: %d metered bytes", exact.MeteredSize())
+	}
+	if fused := same("exactly MaxAppendBytes", []AppendInput{exact, exact}, -1); fused == 0 {
+		t.Fatalf("an append of exactly %d metered bytes was not sized by the kernel", MaxAppendBytes)
+	}
+	exact.Records[0].Body = append(exact.Records[0].Body, 0)
+	if _, _, err := encode(true, []AppendInput{exact}, -1); err == nil {
+		t.Fatalf("an append of %d metered bytes was accepted", MaxAppendBytes+1)
 	}
 }

@@ -9,6 +9,10 @@ import "golang.org/x/sys/cpu"
 var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ &&
 	cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2 && cpu.X86.HasSSE42
 
+// useClmul selects shiftClmul, which needs only the carry-less multiplication and the CRC32
+// instruction.
+var useClmul = cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42
+
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value. len(p) must be at least
 // 256 and a multiple of 64.

@@ -16,7 +16,7 @@ func Shift(reg uint32, n int) uint32 {
 	switch {
 	case n <= 0:
 		return reg
-	case useVector && n < 1<<maxShiftBits:
+	case useClmul && uint64(n) < 1<<maxShiftBits:
 		return shiftClmul(reg, uint64(n), &shiftTable)
 	}
 	return mulModP(xPow8n(uint64(n)), reg)
