@@ -132,6 +132,73 @@ l32: \
 	ADDQ       R12, R9; \
 done:
 
+// SIZEHEADERS sizes the record at SI as recordSize does: M its metered size (8, 2 per
+// header, names, values and body), W its frame's length without the magic byte, the
+// metered size's field and the timestamp (the count field, each header's two length fields
+// with their 0xFFFF escapes, names, values and body). A header with an empty name (a
+// command record, or an invalid one) jumps to cmd. BX, R12 and AX are scratch.
+#define SIZEHEADERS(M, W, cmd) \
+	MOVQ  24(SI), R12; \
+	MOVQ  16(SI), BX; \
+	MOVQ  48(SI), AX; \
+	LEAQ  8(AX)(R12*2), M; \
+	LEAQ  2(AX), W; \
+	CMPQ  R12, $0xFFFF; \
+	JB    sizeHeader; \
+	ADDQ  $4, W; \
+sizeHeader: \
+	TESTQ R12, R12; \
+	JZ    sizeDone; \
+	MOVQ  8(BX), AX; \
+	TESTQ AX, AX; \
+	JZ    cmd; \
+	ADDQ  AX, M; \
+	LEAQ  4(W)(AX*1), W; \
+	CMPQ  AX, $0xFFFF; \
+	JB    sizeValue; \
+	ADDQ  $4, W; \
+sizeValue: \
+	MOVQ  32(BX), AX; \
+	ADDQ  AX, M; \
+	ADDQ  AX, W; \
+	CMPQ  AX, $0xFFFF; \
+	JB    sizeNext; \
+	ADDQ  $4, W; \
+sizeNext: \
+	ADDQ  $48, BX; \
+	DECQ  R12; \
+	JMP   sizeHeader; \
+sizeDone:
+
+// LEADOF completes SIZEHEADERS as frameLead does: AX the length of the metered size's field
+// (1, 2 or 3 bytes), BX 1 if the record has a timestamp, W the whole frame's length, and
+// LEAD the frame's first 4 bytes in memory order (the magic byte, then the metered size,
+// big-endian). M must fit in 3 bytes (the caller's 1 MiB check). T is scratch.
+#define LEADOF(M, W, LEAD, T) \
+	MOVL    $1, AX; \
+	CMPQ    M, $0x100; \
+	JB      leadMagic; \
+	MOVL    $2, AX; \
+	CMPQ    M, $0x10000; \
+	JB      leadMagic; \
+	MOVL    $3, AX; \
+leadMagic: \
+	MOVBLZX 8(SI), BX; \
+	LEAQ    1(W)(AX*1), W; \
+	LEAQ    (W)(BX*8), W; \
+	LEAL    -1(AX), T; \
+	SHLL    $3, T; \
+	ORL     $2, T; \
+	MOVL    BX, LEAD; \
+	SHLL    $5, LEAD; \
+	ORL     LEAD, T; \
+	MOVL    $3, LEAD; \
+	SUBL    AX, LEAD; \
+	SHLL    $3, LEAD; \
+	SHLXL   LEAD, M, LEAD; \
+	BSWAPL  LEAD; \
+	ORL     T, LEAD
+
 // func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 //
 // Records (64 bytes): Timestamp at 0, HasTimestamp at 8, Headers at 16 (base, len), Body at
@@ -290,25 +357,19 @@ done:
 	VMOVDQU64 Z4, 192(DI)
 	VZEROUPPER
 	MOVQ      dst+8(FP), AX
-	SUBQ      AX, R9
 	SUBQ      AX, R10
-	MOVQ      R9, written+80(FP)
 	MOVQ      R10, folded+88(FP)
-	MOVQ      metered-8(SP), AX
-	MOVQ      AX, metered+96(FP)
-	MOVQ      recs_base+32(FP), AX
-	SUBQ      AX, SI
-	SHRQ      $6, SI
-	MOVQ      SI, done+104(FP)
-	RET
+	JMP       results
 
 stop:
 	// Without metas: the record at SI is the caller's to handle; acc is left as it was.
 	VZEROUPPER
+	MOVQ $0, folded+88(FP)
+
+results:
 	MOVQ dst+8(FP), AX
 	SUBQ AX, R9
 	MOVQ R9, written+80(FP)
-	MOVQ $0, folded+88(FP)
 	MOVQ metered-8(SP), AX
 	MOVQ AX, metered+96(FP)
 	MOVQ recs_base+32(FP), AX
@@ -326,86 +387,29 @@ fail:
 	RET
 
 size:
-	// Without metas: size the record at SI (as recordSize and frameLead do), then write
-	// its magic byte, metered size and timestamp, and go on at count.
-	MOVQ 24(SI), R12         // headers
-	MOVQ 16(SI), BX
-	MOVQ 48(SI), AX          // body length
-	LEAQ 8(AX)(R12*2), R11   // metered: 8, 2 per header, the body
-	LEAQ 2(AX), DX           // frame: the count field, the body
-	CMPQ R12, $0xFFFF
-	JB   sizeHeader
-	ADDQ $4, DX              // the count's escape
-
-sizeHeader:
-	TESTQ R12, R12
-	JZ    sizeLead
-	MOVQ  8(BX), AX          // name length
-	TESTQ AX, AX
-	JZ    stop               // a command record: the caller's
-	ADDQ  AX, R11
-	LEAQ  4(DX)(AX*1), DX    // two length fields and the name
-	CMPQ  AX, $0xFFFF
-	JB    sizeValue
-	ADDQ  $4, DX
-
-sizeValue:
-	MOVQ 32(BX), AX          // value length
-	ADDQ AX, R11
-	ADDQ AX, DX
-	CMPQ AX, $0xFFFF
-	JB   sizeNext
-	ADDQ $4, DX
-
-sizeNext:
-	ADDQ $48, BX
-	DECQ R12
-	JMP  sizeHeader
-
-sizeLead:
+	// Without metas: size the record at SI, then write its magic byte, metered size and
+	// timestamp, and go on at count.
+	SIZEHEADERS(R11, DX, stop)
 	MOVQ metered-8(SP), AX
 	ADDQ R11, AX
-	CMPQ AX, $0x100000       // MaxAppendBytes: the caller reports the append
+	CMPQ AX, $0x100000 // MaxAppendBytes: the caller reports the append
 	JA   stop
-	MOVL $1, AX              // the metered size's field: 1, 2 or 3 bytes
-	CMPQ R11, $0x100
-	JB   sizeMagic
-	MOVL $2, AX
-	CMPQ R11, $0x10000
-	JB   sizeMagic
-	MOVL $3, AX
-
-sizeMagic:
-	MOVBLZX 8(SI), BX        // HasTimestamp
-	LEAQ    1(DX)(AX*1), DX
-	LEAQ    (DX)(BX*8), DX
-	ADDQ    R9, DX           // the frame's end
-	CMPQ    DX, R8
-	JA      stop             // no room: the caller grows the buffer
-	MOVQ    metered-8(SP), R14
-	ADDQ    R11, R14
-	MOVQ    R14, metered-8(SP) // the total of the records written
-	LEAL    -1(AX), R12
-	SHLL    $3, R12
-	ORL     $2, R12          // recTypeEnvelope | (varlen-1)<<recVarlenShift
-	MOVL    BX, R14
-	SHLL    $5, R14
-	ORL     R14, R12         // recHasTimestamp
-	MOVL    $3, R14
-	SUBL    AX, R14
-	SHLL    $3, R14
-	SHLXL   R14, R11, R11    // the size's bytes at the top, then reversed: big-endian
-	BSWAPL  R11
-	ORL     R12, R11
-	MOVL    R11, (R9)        // magic and metered size; a frame is at least 4 bytes
-	LEAQ    1(R9)(AX*1), R9
-	TESTQ   BX, BX
-	JZ      count
-	MOVQ    0(SI), AX
-	BSWAPQ  AX
-	MOVQ    AX, (R9)
-	ADDQ    $8, R9
-	JMP     count
+	LEADOF(R11, DX, R12, R14)
+	ADDQ R9, DX        // the frame's end
+	CMPQ DX, R8
+	JA   stop          // no room: the caller grows the buffer
+	MOVQ metered-8(SP), R14
+	ADDQ R11, R14
+	MOVQ R14, metered-8(SP) // the total of the records written
+	MOVL R12, (R9)     // magic and metered size; a frame is at least 4 bytes
+	LEAQ 1(R9)(AX*1), R9
+	TESTQ BX, BX
+	JZ   count
+	MOVQ 0(SI), AX
+	BSWAPQ AX
+	MOVQ AX, (R9)
+	ADDQ $8, R9
+	JMP  count
 
 // func sizeRecords(recs []Record, metas []recMeta) (metered, wire, sized int)
 //
@@ -415,8 +419,8 @@ sizeMagic:
 // only if the metered total stays within 1 MiB (the caller's check): larger sizes do not
 // fit the 3-byte field and are truncated, as are frame lengths past 32 bits.
 //
-// Registers: SI record, DI meta, CX records left, BX header, R12 headers left, R9 metered
-// size and R10 frame length of this record, R14 and R13 the totals, AX DX R8 R11 scratch.
+// Registers: SI record, DI meta, CX records left, R9 metered size and R10 frame length of
+// this record, R14 and R13 the totals, AX BX R8 R11 R12 scratch.
 TEXT ·sizeRecords(SB), NOSPLIT, $0-72
 	MOVQ    recs_base+0(FP), SI
 	MOVQ    recs_len+8(FP), CX
@@ -442,78 +446,19 @@ size:
 	PREFETCHT0 (AX)
 
 sizeThis:
-	MOVQ 24(SI), R12         // headers
-	MOVQ 16(SI), BX
-	MOVQ 48(SI), R8          // body length
-	LEAQ 8(R8)(R12*2), R9    // metered: 8, 2 per header, the body
-	LEAQ 2(R8), R10          // frame: the count field, the body
-	CMPQ R12, $0xFFFF
-	JB   sizeHeaders
-	ADDQ $4, R10             // the count's escape
-
-sizeHeaders:
-	TESTQ R12, R12
-	JZ    sizeLead
-	MOVQ  8(BX), AX          // name length
-	MOVQ  32(BX), DX         // value length
-	TESTQ AX, AX
-	JZ    sized              // a command record: the caller's
-	ADDQ  AX, R9
-	ADDQ  DX, R9
-	LEAQ  4(R10)(AX*1), R10  // two length fields, name, value
-	ADDQ  DX, R10
-	CMPQ  AX, $0xFFFF
-	JB    sizeValue
-	ADDQ  $4, R10
-
-sizeValue:
-	CMPQ DX, $0xFFFF
-	JB   sizeNext
-	ADDQ $4, R10
-
-sizeNext:
-	ADDQ $48, BX
-	DECQ R12
-	JMP  sizeHeaders
-
-sizeLead:
-	// The metered size's field takes 1, 2 or 3 bytes (AX); the magic byte (R11) says how
-	// many, that the record is an envelope, and whether a timestamp follows (DX).
-	MOVL    $1, AX
-	CMPQ    R9, $0x100
-	JB      sizeMagic
-	MOVL    $2, AX
-	CMPQ    R9, $0x10000
-	JB      sizeMagic
-	MOVL    $3, AX
-
-sizeMagic:
-	MOVBLZX 8(SI), DX        // HasTimestamp
-	LEAQ    1(R10)(AX*1), R10
-	LEAQ    (R10)(DX*8), R10
-	LEAL    -1(AX), R11
-	SHLL    $3, R11
-	ORL     $2, R11          // recTypeEnvelope | (varlen-1)<<recVarlenShift
-	MOVL    DX, R8
-	SHLL    $5, R8
-	ORL     R8, R11          // recHasTimestamp
-	MOVL    $3, R8
-	SUBL    AX, R8
-	SHLL    $3, R8
-	SHLXL   R8, R9, R8       // the size's bytes at the top, then reversed: big-endian after the magic
-	BSWAPL  R8
-	ORL     R11, R8
-	MOVL    R8, 0(DI)
-	INCL    AX
-	MOVL    AX, 4(DI)
-	MOVL    R10, 8(DI)
-	MOVL    DX, 12(DI)
-	ADDQ    R9, R14
-	ADDQ    R10, R13
-	ADDQ    $64, SI
-	ADDQ    $16, DI
-	DECQ    CX
-	JNZ     size
+	SIZEHEADERS(R9, R10, sized)
+	LEADOF(R9, R10, R8, R11)
+	MOVL R8, 0(DI)
+	INCL AX
+	MOVL AX, 4(DI)
+	MOVL R10, 8(DI)
+	MOVL BX, 12(DI)
+	ADDQ R9, R14
+	ADDQ R10, R13
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  size
 
 sized:
 	MOVQ R14, metered+48(FP)

@@ -100,6 +100,12 @@ func randAppend(r *rand.Rand, big bool) AppendInput {
 	if len(in.Records) == 0 {
 		in.Records = []Record{{}}
 	}
+	randConditions(r, &in)
+	return in
+}
+
+// randConditions gives in a match_seq_num and a fencing token, each half of the time.
+func randConditions(r *rand.Rand, in *AppendInput) {
 	if r.IntN(2) == 0 {
 		s := r.Uint64()
 		in.MatchSeqNum = &s
@@ -108,7 +114,6 @@ func randAppend(r *rand.Rand, big bool) AppendInput {
 		tok := string(randBytes(r, r.IntN(MaxFencingTokenLen+1)))
 		in.FencingToken = &tok
 	}
-	return in
 }
 
 func recordsEqual(a, b Record) error {

@@ -53,38 +53,7 @@ func TestRecordKernelMatchesGo(t *testing.T) {
 			}
 			ins = append(ins, in)
 		}
-		cut := r.IntN(len(ins) + 1) // Finish here too, then go on
-		encode := func(kernel bool) (mid, full []byte) {
-			recordKernel = kernel
-			e := NewEncoder(CompressionNone)
-			for i := range ins {
-				if i == cut {
-					obj, err := e.Finish()
-					if err != nil {
-						t.Fatal(err)
-					}
-					mid = bytes.Clone(obj)
-				}
-				if e.Add(&ins[i]) < 0 {
-					t.Fatalf("round %d: append %d refused: %v", round, i, e.Err())
-				}
-			}
-			obj, err := e.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return mid, bytes.Clone(obj)
-		}
-		midK, fullK := encode(kernelOn)
-		midG, fullG := encode(false)
-		if !bytes.Equal(midK, midG) || !bytes.Equal(fullK, fullG) {
-			t.Fatalf("round %d: the record kernel's object differs from the portable path's (%d vs %d bytes)", round, len(fullK), len(fullG))
-		}
-		b, err := decodeChecked(fullK)
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		checkBatch(t, b, ins, nil)
+		sameBothWays(t, fmt.Sprintf("round %d", round), ins, r.IntN(len(ins)+1)) // Finish at the cut too, then go on
 	}
 }
 
@@ -347,27 +316,6 @@ func TestFusedKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	kernelOn := recordKernel
 	defer func() { recordKernel = kernelOn }()
-	encode := func(kernel bool, ins []AppendInput, cut int) (objs [][]byte, fused int, err error) {
-		recordKernel = kernel
-		e := NewEncoder(CompressionNone)
-		for i := range ins {
-			if i == cut {
-				obj, err := e.Finish()
-				if err != nil {
-					return nil, 0, err
-				}
-				objs = append(objs, bytes.Clone(obj))
-			}
-			if e.Add(&ins[i]) < 0 {
-				return nil, 0, e.Err()
-			}
-		}
-		obj, err := e.Finish()
-		if err != nil {
-			return nil, 0, err
-		}
-		return append(objs, bytes.Clone(obj)), e.fusedAppends, nil
-	}
 	fusedTotal, stops := 0, 0
 	for round := 0; round < 150; round++ {
 		var ins []AppendInput
@@ -384,14 +332,7 @@ func TestFusedKernel(t *testing.T) {
 				}
 				in.Records = append(in.Records, rec)
 			}
-			if r.IntN(2) == 0 {
-				s := r.Uint64()
-				in.MatchSeqNum = &s
-			}
-			if r.IntN(2) == 0 {
-				tok := string(randBytes(r, r.IntN(MaxFencingTokenLen+1)))
-				in.FencingToken = &tok
-			}
+			randConditions(r, &in)
 			if in.Validate() != nil {
 				continue
 			}
@@ -400,32 +341,7 @@ func TestFusedKernel(t *testing.T) {
 		if len(ins) == 0 {
 			continue
 		}
-		cut := r.IntN(len(ins) + 1)
-		got, fused, err := encode(true, ins, cut)
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		want, _, err := encode(false, ins, cut)
-		if err != nil {
-			t.Fatalf("round %d: portable: %v", round, err)
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				at := -1
-				for j := range min(len(got[i]), len(want[i])) {
-					if got[i][j] != want[i][j] {
-						at = j
-						break
-					}
-				}
-				t.Fatalf("round %d: object %d (cut %d of %d appends, %d fused): the fused kernel's bytes differ from the portable path's (lengths %d, %d; first at %d)", round, i, cut, len(ins), fused, len(got[i]), len(want[i]), at)
-			}
-		}
-		b, err := decodeChecked(got[len(got)-1])
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		checkBatch(t, b, ins, nil)
+		fused := sameBothWays(t, fmt.Sprintf("round %d", round), ins, r.IntN(len(ins)+1))
 		fusedTotal += fused
 		for _, in := range ins {
 			if len(in.Records) >= fusedMinRecords {
@@ -449,11 +365,11 @@ func TestFusedKernel(t *testing.T) {
 	for range 200 {
 		big.Records = append(big.Records, Record{HasTimestamp: true, Timestamp: 7, Body: randBytes(r, 2000)})
 	}
-	got, fused, err := encode(true, []AppendInput{big, big}, -1)
+	got, fused, err := encodeCut(true, []AppendInput{big, big}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, _ := encode(false, []AppendInput{big, big}, -1)
+	want, _, _ := encodeCut(false, []AppendInput{big, big}, -1)
 	if !bytes.Equal(got[0], want[0]) || fused != 1 {
 		t.Fatalf("growing: objects equal %v, %d appends fused (want 1: the second)", bytes.Equal(got[0], want[0]), fused)
 	}
@@ -463,8 +379,8 @@ func TestFusedKernel(t *testing.T) {
 	for range 40 {
 		over.Records = append(over.Records, Record{Body: make([]byte, MaxAppendBytes/39)})
 	}
-	_, _, errK := encode(true, []AppendInput{over}, -1)
-	_, _, errP := encode(false, []AppendInput{over}, -1)
+	_, _, errK := encodeCut(true, []AppendInput{over}, -1)
+	_, _, errP := encodeCut(false, []AppendInput{over}, -1)
 	var ae *AppendError
 	if errK == nil || errP == nil || errK.Error() != errP.Error() || !errors.As(errK, &ae) {
 		t.Fatalf("an append over %d bytes: kernel %v, portable %v", MaxAppendBytes, errK, errP)
@@ -482,49 +398,6 @@ func TestFusedKernelEdges(t *testing.T) {
 	}
 	kernelOn := recordKernel
 	defer func() { recordKernel = kernelOn }()
-	encode := func(kernel bool, ins []AppendInput, cut int) (objs [][]byte, fused int, err error) {
-		recordKernel = kernel
-		e := NewEncoder(CompressionNone)
-		for i := range ins {
-			if i == cut {
-				obj, err := e.Finish()
-				if err != nil {
-					return nil, 0, err
-				}
-				objs = append(objs, bytes.Clone(obj))
-			}
-			if e.Add(&ins[i]) < 0 {
-				return nil, 0, e.Err()
-			}
-		}
-		obj, err := e.Finish()
-		if err != nil {
-			return nil, 0, err
-		}
-		return append(objs, bytes.Clone(obj)), e.fusedAppends, nil
-	}
-	same := func(what string, ins []AppendInput, cut int) int {
-		t.Helper()
-		got, fused, err := encode(true, ins, cut)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		want, _, err := encode(false, ins, cut)
-		if err != nil {
-			t.Fatalf("%s: portable: %v", what, err)
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("%s: object %d differs from the portable path's", what, i)
-			}
-		}
-		b, err := decodeChecked(got[len(got)-1])
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		checkBatch(t, b, ins, nil)
-		return fused
-	}
 	many := make([]Header, 0xFFFF)
 	for i := range many {
 		many[i] = Header{Name: []byte("h")}
@@ -543,7 +416,7 @@ func TestFusedKernelEdges(t *testing.T) {
 			}
 			in.Records = append(in.Records, Record{Body: []byte("x")})
 		}
-		if fused := same("escapes", []AppendInput{in, in, in}, -1); fused == 0 {
+		if fused := sameBothWays(t, "escapes", []AppendInput{in, in, in}, -1); fused == 0 {
 			t.Fatalf("escapes: no append was sized by the kernel")
 		}
 	}
@@ -551,7 +424,7 @@ func TestFusedKernelEdges(t *testing.T) {
 	for pad := 0; pad < 600; pad++ {
 		ins := []AppendInput{{Records: []Record{{Body: make([]byte, pad)}}}, small, small, small}
 		for cut := 0; cut <= len(ins); cut++ {
-			same(fmt.Sprintf("padding %d, cut %d", pad, cut), ins, cut)
+			sameBothWays(t, fmt.Sprintf("padding %d, cut %d", pad, cut), ins, cut)
 		}
 	}
 	exact := AppendInput{Records: make([]Record, 40)}
@@ -562,11 +435,71 @@ func TestFusedKernelEdges(t *testing.T) {
 	if exact.MeteredSize() != MaxAppendBytes {
 		t.Fatalf("test setup: %d metered bytes", exact.MeteredSize())
 	}
-	if fused := same("exactly MaxAppendBytes", []AppendInput{exact, exact}, -1); fused == 0 {
+	if fused := sameBothWays(t, "exactly MaxAppendBytes", []AppendInput{exact, exact}, -1); fused == 0 {
 		t.Fatalf("an append of exactly %d metered bytes was not sized by the kernel", MaxAppendBytes)
 	}
 	exact.Records[0].Body = append(exact.Records[0].Body, 0)
-	if _, _, err := encode(true, []AppendInput{exact}, -1); err == nil {
+	if _, _, err := encodeCut(true, []AppendInput{exact}, -1); err == nil {
 		t.Fatalf("an append of %d metered bytes was accepted", MaxAppendBytes+1)
 	}
+}
+
+// encodeCut encodes ins into one object with the record kernel on or off, finishing it
+// part-way before append cut as well (no cut if out of range), and returns the objects and
+// how many appends the kernel sized as it wrote them. The caller restores recordKernel.
+func encodeCut(kernel bool, ins []AppendInput, cut int) (objs [][]byte, fused int, err error) {
+	recordKernel = kernel
+	e := NewEncoder(CompressionNone)
+	for i := range ins {
+		if i == cut {
+			obj, err := e.Finish()
+			if err != nil {
+				return nil, 0, err
+			}
+			objs = append(objs, bytes.Clone(obj))
+		}
+		if e.Add(&ins[i]) < 0 {
+			return nil, 0, e.Err()
+		}
+	}
+	obj, err := e.Finish()
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(objs, bytes.Clone(obj)), e.fusedAppends, nil
+}
+
+// sameBothWays encodes ins with the record kernel and with the portable path, finished
+// part-way before append cut as well, requires the same bytes and a decodable object
+// holding ins, and returns how many appends the kernel sized as it wrote them.
+func sameBothWays(t *testing.T, what string, ins []AppendInput, cut int) (fused int) {
+	t.Helper()
+	kernelOn := recordKernel
+	defer func() { recordKernel = kernelOn }()
+	got, fused, err := encodeCut(kernelOn, ins, cut)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	want, _, err := encodeCut(false, ins, cut)
+	if err != nil {
+		t.Fatalf("%s: portable: %v", what, err)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			at := -1
+			for j := range min(len(got[i]), len(want[i])) {
+				if got[i][j] != want[i][j] {
+					at = j
+					break
+				}
+			}
+			t.Fatalf("%s: object %d (cut before append %d of %d, %d fused): the kernel's bytes differ from the portable path's (lengths %d, %d; first at %d)", what, i, cut, len(ins), fused, len(got[i]), len(want[i]), at)
+		}
+	}
+	b, err := decodeChecked(got[len(got)-1])
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	checkBatch(t, b, ins, nil)
+	return fused
 }

@@ -485,21 +485,18 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 	if err := os.Chtimes(c.dir+"/sluice-data/"+late, future, future); err != nil {
 		t.Fatal(err)
 	}
-	var before []string
-	if err := objectstore.ListAll(ctx, fs, dir, func(o objectstore.ObjectInfo) error {
-		before = append(before, o.Key)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	keys := func() (ks []string) {
+		if err := objectstore.ListAll(ctx, fs, dir, func(o objectstore.ObjectInfo) error {
+			ks = append(ks, o.Key)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ks
 	}
+	before := keys()
 	del := decodeJSON[map[string]any](t, c.ok("", "stream", "delete", "keep").stdout)
-	var after []string
-	if err := objectstore.ListAll(ctx, fs, dir, func(o objectstore.ObjectInfo) error {
-		after = append(after, o.Key)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	after := keys()
 	if len(after) != 1 || after[0] != late || int(del["objects"].(float64)) != len(before)-1 {
 		t.Fatalf("before %v; delete said %v; left %v, want only %s", before, del, after, late)
 	}
