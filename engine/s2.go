@@ -117,7 +117,23 @@ func basinConfig(info BasinInfo) (s2api.BasinConfig, error) {
 	return cfg, nil
 }
 
+// validateBasinConfig checks a basin's default stream config as the streams created in the
+// basin will apply it, so that an invalid one is refused when it is given.
+func validateBasinConfig(cfg s2api.BasinConfig) error {
+	if cfg.DefaultStreamConfig == nil {
+		return nil
+	}
+	mc := manifest.DefaultConfig()
+	if err := applyStreamConfig(&mc, *cfg.DefaultStreamConfig); err != nil {
+		return fmt.Errorf("default_stream_config: %w", err)
+	}
+	return nil
+}
+
 func (b *s2Backend) CreateBasin(ctx context.Context, name string, cfg s2api.BasinConfig) (s2api.BasinInfo, error) {
+	if err := validateBasinConfig(cfg); err != nil {
+		return s2api.BasinInfo{}, apiError(err)
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return s2api.BasinInfo{}, err
@@ -158,6 +174,9 @@ func (b *s2Backend) ReconfigureBasin(ctx context.Context, name string, r s2api.B
 			return nil, err
 		}
 		out = r.Apply(cfg)
+		if err := validateBasinConfig(out); err != nil {
+			return nil, err
+		}
 		return json.Marshal(out)
 	})
 	return out, apiError(err)
