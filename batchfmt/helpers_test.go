@@ -5,30 +5,20 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
+
+	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
 // castagnoli is the standard library's table: tests check objects against hash/crc32, not
 // against the package's own checksum code.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// testSeed returns the seed for a randomized test: $BATCHFMT_SEED if set (to replay a
+// testSeed returns the seed for a randomized test: $SLUICE_SEED if set (to replay a
 // failure), else a fresh one. It is logged either way.
 func testSeed(t testing.TB) uint64 {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BATCHFMT_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("BATCHFMT_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with BATCHFMT_SEED=%d)", seed, seed)
-	return seed
+	return testseed.Get(t)
 }
 
 func randBytes(r *rand.Rand, n int) []byte {

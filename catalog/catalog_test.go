@@ -5,21 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
 func TestEncodeNameInjectiveAndSafe(t *testing.T) {
-	seed := rand.Uint64()
-	if v := os.Getenv("SLUICE_SEED"); v != "" {
-		seed, _ = strconv.ParseUint(v, 10, 64)
-	}
-	t.Logf("seed %d (replay with SLUICE_SEED=%d)", seed, seed)
+	seed := testseed.Get(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	seen := map[string]string{}
 	names := []string{"a", "a/data", "a%2Fdata", "..", ".", "a/../b", "%", "%25", "orders/2024/03", "log.application.production", "MyStream", "mystream", "ünï côdé", "\x00"}

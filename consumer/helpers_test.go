@@ -7,32 +7,22 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
 )
 
-// seed returns the test's random seed (SLUICE_TEST_SEED replays one) and logs it.
+// seed returns the test's random seed (SLUICE_SEED replays one) and logs it.
 func seed(t testing.TB) uint64 {
 	t.Helper()
-	s := uint64(time.Now().UnixNano())
-	if v := os.Getenv("SLUICE_TEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_TEST_SEED: %v", err)
-		}
-		s = n
-	}
-	t.Logf("seed %d (replay with SLUICE_TEST_SEED=%d)", s, s)
-	return s
+	return testseed.Get(t)
 }
 
 // wantRec is a record as the writer expects a reader to see it.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
@@ -55,17 +56,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
-}
-
-func seedFor(t *testing.T) uint64 {
-	if v := os.Getenv("SLUICE_CRASHTEST_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_CRASHTEST_SEED=%q: %v", v, err)
-		}
-		return s
-	}
-	return uint64(time.Now().UnixNano())
 }
 
 func cyclesFor(t *testing.T) int {
@@ -363,9 +353,9 @@ func tailFile(path string) string {
 }
 
 func runCrash(t *testing.T, storeURL string) {
-	seed := seedFor(t)
+	seed := testseed.Get(t)
 	cycles := cyclesFor(t)
-	t.Logf("seed %d, %d cycles (replay: SLUICE_CRASHTEST_SEED=%d go test ./crashtest -run %s)", seed, cycles, seed, t.Name())
+	t.Logf("seed %d, %d cycles (replay: %s=%d go test ./crashtest -run %s)", seed, cycles, testseed.Env, seed, t.Name())
 	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5))}
 	r.cLog = filepath.Join(r.dir, "consumed.jsonl")
 	if out, err := exec.Command(r.bin, "--store", storeURL, "stream", "create", "crash").CombinedOutput(); err != nil {

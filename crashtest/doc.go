@@ -16,6 +16,6 @@
 //
 // The package has no non-test code. The tests build ./cmd/sluice once. The S3 test reads
 // SLUICE_TEST_S3_URL (skipped when unset, failed when unset and CI=true). The seed comes
-// from SLUICE_CRASHTEST_SEED or the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the
+// from SLUICE_SEED or the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the
 // number of kill cycles per backend (default 60).
 package crashtest

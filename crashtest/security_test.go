@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/server"
 	"github.com/sluice-dev/sluice/server/memtest"
@@ -142,8 +143,7 @@ func isEmptyString(e ast.Expr) bool {
 // under its own root, the encoded name is one path segment without '.', decodes back to the
 // name, and no two distinct (basin, name) pairs have roots where one is a prefix of the other.
 func TestNamesStayInTheirPlace(t *testing.T) {
-	seed := seedFor(t)
-	t.Logf("seed %d (SLUICE_CRASHTEST_SEED)", seed)
+	seed := testseed.Get(t)
 	r := mrand.New(mrand.NewPCG(seed, 7))
 	alphabet := []string{"a", "b", "/", ".", "..", "%", "%2F", "%25", "-", "_", "\x00", "\xff", "é", " ", "data", "manifest", "streams", "basins"}
 	basins := []string{"", "basin-one", "basin-two", "basin-one-x"}

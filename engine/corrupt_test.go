@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/engine"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
@@ -182,7 +183,6 @@ func httpStatus(t *testing.T, srv http.Handler, target string) (int, string) {
 // batch object of the victim, then its manifest, with every mutation; it checks the typed
 // errors and that the healthy stream is untouched.
 func runCorruption(t *testing.T, st objectstore.Store, damage damager, seed uint64) {
-	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	// In a fixed order: every mutation draws from r, so map order would defeat the seed.
 	ms := mutations(r)
@@ -264,15 +264,6 @@ func runCorruption(t *testing.T, st objectstore.Store, damage damager, seed uint
 	}
 }
 
-func corruptSeed() uint64 {
-	if v := os.Getenv("SLUICE_CORRUPT_SEED"); v != "" {
-		var s uint64
-		fmt.Sscan(v, &s)
-		return s
-	}
-	return uint64(time.Now().UnixNano())
-}
-
 func TestCorruptionOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	st, err := objectstore.NewFileStore(dir, objectstore.WithFileNoSync())
@@ -280,7 +271,7 @@ func TestCorruptionOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	runCorruption(t, st, onDisk(dir, false), corruptSeed())
+	runCorruption(t, st, onDisk(dir, false), testseed.Get(t))
 }
 
 // TestCorruptionOfFileHeader damages the file store's own header (magic, version): the store
@@ -315,7 +306,7 @@ func TestCorruptionOfFileHeader(t *testing.T) {
 
 func TestCorruptionOnS3(t *testing.T) {
 	st := storetest.S3(t)
-	runCorruption(t, st, viaStore(st), corruptSeed())
+	runCorruption(t, st, viaStore(st), testseed.Get(t))
 }
 
 // TestMissingObject: a batch object the manifest references is gone (deleted by hand): the

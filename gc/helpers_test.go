@@ -4,27 +4,17 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
 func seed(t testing.TB) uint64 {
 	t.Helper()
-	s := uint64(time.Now().UnixNano())
-	if v := os.Getenv("SLUICE_TEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_TEST_SEED: %v", err)
-		}
-		s = n
-	}
-	t.Logf("seed %d (replay with SLUICE_TEST_SEED=%d)", s, s)
-	return s
+	return testseed.Get(t)
 }
 
 var errInjected = errors.New("injected failure")

@@ -5,27 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"reflect"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
 func propertySeed(t *testing.T) uint64 {
-	seed := rand.Uint64()
-	if s := os.Getenv("SLUICE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with SLUICE_SEED=%d)", seed, seed)
-	return seed
+	return testseed.Get(t)
 }
 
 // Random batches with random conditions, commands and timestamps, under every timestamping

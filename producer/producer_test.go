@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
@@ -200,16 +200,8 @@ func TestManyProducersOneStream(t *testing.T) {
 
 // seedFor returns SLUICE_SEED if set, else a fresh seed; it logs it for replay.
 func seedFor(t *testing.T) uint64 {
-	seed := rand.Uint64()
-	if s := os.Getenv("SLUICE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with SLUICE_SEED=%d)", seed, seed)
-	return seed
+	t.Helper()
+	return testseed.Get(t)
 }
 
 // TestFaults runs seeded workloads against a store that injects errors, latency and
@@ -226,16 +218,12 @@ func TestFaults(t *testing.T) {
 		}
 		size = workload{producers: 6, writers: 3, appends: 80, maxRecords: 8}
 	}
-	if s := os.Getenv("SLUICE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+	if v, ok := testseed.FromEnv(t); ok {
 		seeds = []uint64{v}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Logf("replay with SLUICE_SEED=%d go test ./producer -run 'TestFaults'", seed)
+			t.Logf("replay with %s=%d go test ./producer -run 'TestFaults'", testseed.Env, seed)
 			mem := objectstore.NewMemStore()
 			fs := newFaultStore(mem, seed, faultRates{failBefore: 0.08, unknownBefore: 0.06, unknownAfter: 0.06, unknownLater: 0.06,
 				getFail: 0.05, latency: 0.2, maxLatency: time.Millisecond})
@@ -271,16 +259,12 @@ func TestFaultStoreRules(t *testing.T) {
 			seeds = append(seeds, uint64(2000+i))
 		}
 	}
-	if s := os.Getenv("SLUICE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+	if v, ok := testseed.FromEnv(t); ok {
 		seeds = []uint64{v}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Logf("replay with SLUICE_SEED=%d go test ./producer -run TestFaultStoreRules", seed)
+			t.Logf("replay with %s=%d go test ./producer -run TestFaultStoreRules", testseed.Env, seed)
 			mem := objectstore.NewMemStore()
 			fs, err := objectstore.NewFaultStore(mem, seed,
 				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/manifest", ErrBefore: 0.1, ErrAfter: 0.15,

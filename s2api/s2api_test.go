@@ -10,13 +10,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -115,14 +114,8 @@ func TestProtoRejectsMalformed(t *testing.T) {
 }
 
 func seed(t testing.TB) uint64 {
-	if s := os.Getenv("S2API_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	return rand.Uint64()
+	t.Helper()
+	return testseed.Get(t)
 }
 
 func randBytes(r *rand.Rand, n int) []byte {
@@ -138,7 +131,6 @@ func randBytes(r *rand.Rand, n int) []byte {
 
 func TestProtoRoundTripRandom(t *testing.T) {
 	s := seed(t)
-	t.Logf("seed %d (replay with S2API_TEST_SEED)", s)
 	r := rand.New(rand.NewPCG(s, 1))
 	for i := 0; i < 300; i++ {
 		var in batchfmt.AppendInput
@@ -458,7 +450,6 @@ func referenceReadBatchJSON(b *s2api.ReadBatch, f s2api.Format) []byte {
 
 func TestReadBatchJSONMatchesEncodingJSON(t *testing.T) {
 	s := seed(t)
-	t.Logf("seed %d (replay with S2API_TEST_SEED)", s)
 	r := rand.New(rand.NewPCG(s, 2))
 	special := [][]byte{[]byte("\"\\\n\r\t\x00\x1f<>&"), []byte("\u2028\u2029é€😀"), {0xff, 0xfe, 'a', 0xc3}, nil}
 	for i := 0; i < 500; i++ {

@@ -10,12 +10,12 @@ import (
 	mrand "math/rand/v2"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
@@ -330,11 +330,7 @@ func TestAppendAcksAndConditions(t *testing.T) {
 }
 
 func TestAppendFormats(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SLUICE_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with SLUICE_TEST_SEED)", seed)
+	seed := testseed.Get(t)
 	rng := mrand.New(mrand.NewPCG(seed, seed))
 	forEachBackend(t, func(t *testing.T, c *cli) {
 		c.ok("", "stream", "create", "f")

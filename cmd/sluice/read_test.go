@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
 // proc is a long-running sluice process (read --follow, consume) whose stdout lines arrive
@@ -117,11 +119,7 @@ func seqs(rs []readRec) []uint64 {
 }
 
 func TestReadPositionsLimitsAndFormats(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SLUICE_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with SLUICE_TEST_SEED)", seed)
+	seed := testseed.Get(t)
 	rng := mrand.New(mrand.NewPCG(seed, seed^1))
 	forEachBackend(t, func(t *testing.T, c *cli) {
 		c.ok("", "stream", "create", "r", "--timestamping-uncapped")

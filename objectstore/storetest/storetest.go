@@ -19,7 +19,7 @@
 // slashes; invalid keys; bodies shorter or longer than the declared size; error classes, each
 // error matching exactly one sentinel.
 //
-// Randomness is seeded. The seed is logged; set SLUICE_STORETEST_SEED to replay a run.
+// Randomness is seeded. The seed is logged; set SLUICE_SEED to replay a run.
 //
 // Helpers: File(t) returns a file store in t.TempDir(); S3(t) returns a store on the server named
 // by SLUICE_TEST_S3_URL under a prefix unique to the test, creating the bucket if needed and
@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +43,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
@@ -105,21 +105,11 @@ func RunWith(t *testing.T, opts Options, newStore func(t *testing.T) objectstore
 	}
 }
 
-// Seed returns the seed for this test's randomness, from SLUICE_STORETEST_SEED if set, and
-// logs it.
+// Seed returns the seed for this test's randomness, from SLUICE_SEED if set (package
+// internal/testseed), and logs it.
 func Seed(t testing.TB) uint64 {
 	t.Helper()
-	if v := os.Getenv("SLUICE_STORETEST_SEED"); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_STORETEST_SEED=%q: %v", v, err)
-		}
-		t.Logf("seed %d (from SLUICE_STORETEST_SEED)", seed)
-		return seed
-	}
-	seed := rand.Uint64()
-	t.Logf("seed %d (replay with SLUICE_STORETEST_SEED=%d)", seed, seed)
-	return seed
+	return testseed.Get(t)
 }
 
 type suite struct {
