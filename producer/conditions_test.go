@@ -127,11 +127,11 @@ func TestMatchSeqNumAndFencing(t *testing.T) {
 	closeProducer(t, q)
 	recs, _ := readStream(t, store, "ingest/manifest")
 	for _, r := range recs {
-		if r.body == "old-token" || r.body == "stale" || r.body == "intruder" {
-			t.Fatalf("rejected record %q is visible at %d", r.body, r.seq)
+		if r.Body == "old-token" || r.Body == "stale" || r.Body == "intruder" {
+			t.Fatalf("rejected record %q is visible at %d", r.Body, r.Seq)
 		}
 	}
-	if last := recs[len(recs)-1]; last.body != "new-token" || last.seq != a3.Start.SeqNum {
+	if last := recs[len(recs)-1]; last.Body != "new-token" || last.Seq != a3.Start.SeqNum {
 		t.Fatalf("last record %+v", last)
 	}
 }

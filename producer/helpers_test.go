@@ -10,68 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/streamcheck"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// readRec is a record as a reader sees it.
-type readRec struct {
-	seq, ts uint64
-	body    string
-	command string
-}
+// readRec is a record as a reader sees it (package streamcheck).
+type readRec = streamcheck.Record
 
-// readStream is a small reader: it walks the manifest's entries (across segments), decodes
-// each batch object, skips rejected appends, numbers records from the entry's first seq_num
-// and replays timestamps with the entry's clock. It checks contiguity as it goes.
+// readStream reads the stream with the tests' own reader, independent of package consumer
+// (streamcheck.Read), failing the test on any inconsistency.
 func readStream(t testing.TB, store objectstore.Store, path string) ([]readRec, *manifest.State) {
 	t.Helper()
-	ctx := context.Background()
-	snap, err := manifest.Load(ctx, store, path)
-	if err != nil {
-		t.Fatalf("reader: load manifest: %v", err)
-	}
-	st := snap.State
-	var out []readRec
-	next := st.FirstSeq()
-	err = manifest.NewIndex(store, st).Walk(ctx, 0, func(e *manifest.Entry) error {
-		if e.FirstSeq != next {
-			return fmt.Errorf("entry %s starts at %d, want %d", e.Key, e.FirstSeq, next)
-		}
-		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
-		if err != nil {
-			return err
-		}
-		b, err := batchfmt.Decode(data)
-		if err != nil {
-			return err
-		}
-		if b.NumAppends() != int(e.Appends) {
-			return fmt.Errorf("entry %s: %d appends in the object, %d in the entry", e.Key, b.NumAppends(), e.Appends)
-		}
-		clock := e.Clock()
-		it := b.Iter(e.IsRejected)
-		for it.Next() {
-			r := it.Record()
-			out = append(out, readRec{seq: next, ts: clock.Next(r.HasTimestamp, r.Timestamp), body: string(r.Body), command: r.Command()})
-			next++
-		}
-		if it.Err() != nil {
-			return it.Err()
-		}
-		if next != e.EndSeq() {
-			return fmt.Errorf("entry %s: read up to %d, entry ends at %d", e.Key, next, e.EndSeq())
-		}
-		return nil
-	})
+	recs, st, _, err := streamcheck.Read(context.Background(), store, path)
 	if err != nil {
 		t.Fatalf("reader: %v", err)
 	}
-	if next != st.Tail.SeqNum {
-		t.Fatalf("reader: records end at %d, tail is %d", next, st.Tail.SeqNum)
-	}
-	return out, st
+	return recs, st
 }
 
 // ackedAppend is what a writer in a test remembers about one append.
@@ -88,20 +43,20 @@ func verify(t testing.TB, recs []readRec, acked []ackedAppend, rejected [][]stri
 	where := make(map[string]int, len(recs))
 	var lastTS uint64
 	for i, r := range recs {
-		if r.seq != uint64(i) {
-			t.Fatalf("record %d has seq_num %d", i, r.seq)
+		if r.Seq != uint64(i) {
+			t.Fatalf("record %d has seq_num %d", i, r.Seq)
 		}
-		if r.ts < lastTS {
-			t.Fatalf("timestamp went back at seq %d: %d < %d", r.seq, r.ts, lastTS)
+		if r.TS < lastTS {
+			t.Fatalf("timestamp went back at seq %d: %d < %d", r.Seq, r.TS, lastTS)
 		}
-		lastTS = r.ts
-		if r.command != "" {
+		lastTS = r.TS
+		if r.Command != "" {
 			continue
 		}
-		if j, dup := where[r.body]; dup {
-			t.Fatalf("record %q appears twice, at %d and %d", r.body, j, i)
+		if j, dup := where[r.Body]; dup {
+			t.Fatalf("record %q appears twice, at %d and %d", r.Body, j, i)
 		}
-		where[r.body] = i
+		where[r.Body] = i
 	}
 	ackedAt := make(map[string]bool)
 	for _, a := range acked {
@@ -116,11 +71,11 @@ func verify(t testing.TB, recs []readRec, acked []ackedAppend, rejected [][]stri
 			if uint64(i) != a.ack.Start.SeqNum+uint64(k) {
 				t.Fatalf("acked record %q is at %d, its ack says %d", body, i, a.ack.Start.SeqNum+uint64(k))
 			}
-			if k == 0 && a.ack.Start.Timestamp != noTS && recs[i].ts != a.ack.Start.Timestamp {
-				t.Fatalf("record %q: timestamp %d, ack start says %d", body, recs[i].ts, a.ack.Start.Timestamp)
+			if k == 0 && a.ack.Start.Timestamp != noTS && recs[i].TS != a.ack.Start.Timestamp {
+				t.Fatalf("record %q: timestamp %d, ack start says %d", body, recs[i].TS, a.ack.Start.Timestamp)
 			}
-			if k == len(a.bodies)-1 && a.ack.End.Timestamp != noTS && recs[i].ts != a.ack.End.Timestamp {
-				t.Fatalf("record %q: timestamp %d, ack end says %d", body, recs[i].ts, a.ack.End.Timestamp)
+			if k == len(a.bodies)-1 && a.ack.End.Timestamp != noTS && recs[i].TS != a.ack.End.Timestamp {
+				t.Fatalf("record %q: timestamp %d, ack end says %d", body, recs[i].TS, a.ack.End.Timestamp)
 			}
 			if ackedAt[body] {
 				t.Fatalf("acked record %q is claimed by two acks (second: %+v)", body, a.ack)

@@ -2,94 +2,20 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/internal/streamcheck"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// streamRecord is a record as the checker's own reader sees it.
-type streamRecord struct {
-	seq, ts uint64
-	body    string
-	command string
-}
+// streamRecord is a record as the checker's own reader (package streamcheck) sees it.
+type streamRecord = streamcheck.Record
 
-// readStream is the checker's reader, independent of package consumer: it walks the
-// manifest's entries (across segments), decodes each batch object, skips rejected appends,
-// numbers records from the entry's first seq_num and replays timestamps with the entry's
-// clock. It also returns every key the manifest references (batch objects and segments,
-// recursively).
-func readStream(ctx context.Context, store objectstore.Store, path string) ([]streamRecord, *manifest.State, map[string]bool, error) {
-	snap, err := manifest.Load(ctx, store, path)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load manifest: %w", err)
-	}
-	st := snap.State
-	refs := map[string]bool{}
-	var walkRefs func([]manifest.SegmentRef) error
-	walkRefs = func(rs []manifest.SegmentRef) error {
-		for _, r := range rs {
-			refs[r.Key] = true
-			seg, err := manifest.LoadSegment(ctx, store, r.Key)
-			if err != nil {
-				return fmt.Errorf("segment %s: %w", r.Key, err)
-			}
-			if err := walkRefs(seg.Refs); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walkRefs(st.Segments); err != nil {
-		return nil, st, refs, err
-	}
-	var out []streamRecord
-	next := st.FirstSeq()
-	err = manifest.NewIndex(store, st).Walk(ctx, 0, func(e *manifest.Entry) error {
-		refs[e.Key] = true
-		if e.FirstSeq != next {
-			return fmt.Errorf("entry %s starts at %d, want %d (positions not contiguous)", e.Key, e.FirstSeq, next)
-		}
-		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
-		if err != nil {
-			return fmt.Errorf("entry %s [%d, %d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
-		}
-		b, err := batchfmt.Decode(data)
-		if err != nil {
-			return fmt.Errorf("entry %s: %w", e.Key, err)
-		}
-		if b.NumAppends() != int(e.Appends) {
-			return fmt.Errorf("entry %s: %d appends in the object, %d in the entry", e.Key, b.NumAppends(), e.Appends)
-		}
-		clock := e.Clock()
-		it := b.Iter(e.IsRejected)
-		for it.Next() {
-			r := it.Record()
-			out = append(out, streamRecord{seq: next, ts: clock.Next(r.HasTimestamp, r.Timestamp), body: string(r.Body), command: r.Command()})
-			next++
-		}
-		if it.Err() != nil {
-			return it.Err()
-		}
-		if next != e.EndSeq() {
-			return fmt.Errorf("entry %s: read up to %d, entry ends at %d", e.Key, next, e.EndSeq())
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, st, refs, err
-	}
-	if next != st.Tail.SeqNum {
-		return nil, st, refs, fmt.Errorf("records end at %d, tail is %d", next, st.Tail.SeqNum)
-	}
-	return out, st, refs, nil
-}
+// readStream is the checker's reader, independent of package consumer (streamcheck.Read).
+var readStream = streamcheck.Read
 
-// finalChecks runs after every process stopped and every late write landed.
 func (h *harness) finalChecks() {
 	ctx := context.Background()
 	h.faults.SetEnabled(false)
@@ -169,24 +95,24 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 	where := make(map[string]int, len(recs))
 	var lastTS uint64
 	for i, r := range recs {
-		if r.seq != first+uint64(i) {
-			h.violate("record %d has seq_num %d, want %d", i, r.seq, first+uint64(i))
+		if r.Seq != first+uint64(i) {
+			h.violate("record %d has seq_num %d, want %d", i, r.Seq, first+uint64(i))
 			return
 		}
-		if r.ts < lastTS {
-			h.violate("timestamp went back at seq_num %d: %d < %d", r.seq, r.ts, lastTS)
+		if r.TS < lastTS {
+			h.violate("timestamp went back at seq_num %d: %d < %d", r.Seq, r.TS, lastTS)
 		}
-		lastTS = r.ts
-		if r.command != "" {
-			h.violate("command record %q at %d, none was appended", r.command, r.seq)
+		lastTS = r.TS
+		if r.Command != "" {
+			h.violate("command record %q at %d, none was appended", r.Command, r.Seq)
 			continue
 		}
-		if j, dup := where[r.body]; dup {
-			h.violate("record %q appears twice, at %d and %d", r.body, j, i)
+		if j, dup := where[r.Body]; dup {
+			h.violate("record %q appears twice, at %d and %d", r.Body, j, i)
 		}
-		where[r.body] = i
-		if !appended[r.body] {
-			h.violate("record %q at %d was never appended", r.body, i)
+		where[r.Body] = i
+		if !appended[r.Body] {
+			h.violate("record %q at %d was never appended", r.Body, i)
 		}
 	}
 	for _, a := range acked {
@@ -211,10 +137,10 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 				h.violate("acked record %q (ack at %d) is missing", body, want)
 			case first+uint64(i) != want:
 				h.violate("acked record %q is at %d, its ack says %d", body, first+uint64(i), want)
-			case k == 0 && recs[i].ts != a.ack.Start.Timestamp:
-				h.violate("record %q: timestamp %d, its ack says %d", body, recs[i].ts, a.ack.Start.Timestamp)
-			case k == len(a.bodies)-1 && recs[i].ts != a.ack.End.Timestamp:
-				h.violate("record %q: timestamp %d, its ack's end says %d", body, recs[i].ts, a.ack.End.Timestamp)
+			case k == 0 && recs[i].TS != a.ack.Start.Timestamp:
+				h.violate("record %q: timestamp %d, its ack says %d", body, recs[i].TS, a.ack.Start.Timestamp)
+			case k == len(a.bodies)-1 && recs[i].TS != a.ack.End.Timestamp:
+				h.violate("record %q: timestamp %d, its ack's end says %d", body, recs[i].TS, a.ack.End.Timestamp)
 			}
 		}
 	}
@@ -264,8 +190,8 @@ func (h *harness) checkMembers(recs []streamRecord, st *manifest.State) {
 			if r.SeqNum < first {
 				continue // dropped since (queue mode); compared with the other members above
 			}
-			if s := recs[r.SeqNum-first]; string(r.Body) != s.body || r.Timestamp != s.ts {
-				h.violate("member %d: record %d is (%q, ts %d), the stream holds (%q, ts %d)", i, r.SeqNum, r.Body, r.Timestamp, s.body, s.ts)
+			if s := recs[r.SeqNum-first]; string(r.Body) != s.Body || r.Timestamp != s.TS {
+				h.violate("member %d: record %d is (%q, ts %d), the stream holds (%q, ts %d)", i, r.SeqNum, r.Body, r.Timestamp, s.Body, s.TS)
 				break
 			}
 		}
