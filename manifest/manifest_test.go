@@ -492,3 +492,24 @@ func TestCreateRequests(t *testing.T) {
 		t.Fatalf("the live manifest changed: %v", err)
 	}
 }
+
+// headFails fails every Head with a plain (retryable) error.
+type headFails struct{ objectstore.Store }
+
+func (headFails) Head(context.Context, string) (objectstore.ObjectInfo, error) {
+	return objectstore.ObjectInfo{}, errors.New("injected HEAD failure")
+}
+
+// TestCreateHeadFailure: when something is at the path and reading it fails, Create reports
+// that failure, not ErrExists (it could be a tombstone the create would replace).
+func TestCreateHeadFailure(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	if _, err := objectstore.PutBytes(ctx, mem, "t/manifest", nil, objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Create(ctx, headFails{mem}, "t/manifest", DefaultConfig(), time.Unix(1700000000, 0))
+	if err == nil || errors.Is(err, ErrExists) {
+		t.Fatalf("create over a tombstone whose HEAD failed: %v, want the HEAD's error", err)
+	}
+}

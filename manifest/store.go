@@ -61,8 +61,13 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	if errors.Is(err, objectstore.ErrPreconditionFailed) {
 		// Something is there: a tombstone is replaced, conditionally on its version (the
 		// common case, a free name, costs one request).
-		if head, herr := store.Head(ctx, path); herr == nil && head.Size == 0 {
+		head, herr := store.Head(ctx, path)
+		switch {
+		case herr == nil && head.Size == 0:
 			info, err = objectstore.PutBytes(ctx, store, path, data, objectstore.IfMatch(head.Version))
+		case herr != nil && !errors.Is(herr, objectstore.ErrNotFound):
+			// Not knowing whether a tombstone is there, do not say the stream exists.
+			return nil, fmt.Errorf("manifest: create %s: %w", path, herr)
 		}
 	}
 	switch {

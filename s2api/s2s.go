@@ -73,8 +73,10 @@ func frameErr(format string, args ...any) error {
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // AppendFrame appends the wire form of f to dst, compressing a regular frame's body with
-// f.Compression straight into dst. A terminal frame is never compressed. On error dst is
-// returned as it was.
+// f.Compression straight into dst. A terminal frame is never compressed. f.Body must not
+// share memory with dst's spare capacity (dst[len(dst):cap(dst)]), which is written before
+// the body is read. On error dst is returned with its length unchanged (its spare capacity
+// may have been written).
 func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 	var flag byte
 	switch {

@@ -16,6 +16,7 @@ type streamRecord = streamcheck.Record
 // readStream is the checker's reader, independent of package consumer (streamcheck.Read).
 var readStream = streamcheck.Read
 
+// finalChecks runs after every process stopped and every late write landed.
 func (h *harness) finalChecks() {
 	ctx := context.Background()
 	h.faults.SetEnabled(false)

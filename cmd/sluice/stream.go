@@ -391,6 +391,3 @@ func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
 	}
 	return nil
 }
-
-// deleteStream deletes a stream's manifest, then every object under the stream's directory.
-// It returns the number of objects deleted.
