@@ -81,7 +81,18 @@ func (b *Backend) stream(basinName, name string) (*stream, error) {
 	return st, nil
 }
 
+// validBasinConfig checks a basin's default stream config, as the engine does.
+func validBasinConfig(cfg s2api.BasinConfig) error {
+	if cfg.DefaultStreamConfig == nil {
+		return nil
+	}
+	return cfg.DefaultStreamConfig.Validate()
+}
+
 func (b *Backend) CreateBasin(_ context.Context, name string, cfg s2api.BasinConfig) (s2api.BasinInfo, error) {
+	if err := validBasinConfig(cfg); err != nil {
+		return s2api.BasinInfo{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.basins[name]; ok {
@@ -135,7 +146,11 @@ func (b *Backend) ReconfigureBasin(_ context.Context, name string, r s2api.Basin
 	if err != nil {
 		return s2api.BasinConfig{}, err
 	}
-	bs.cfg = r.Apply(bs.cfg)
+	cfg := r.Apply(bs.cfg)
+	if err := validBasinConfig(cfg); err != nil {
+		return s2api.BasinConfig{}, err
+	}
+	bs.cfg = cfg
 	return bs.cfg, nil
 }
 
