@@ -42,6 +42,14 @@ func testBasinRoutes(t *testing.T, fac Factory) {
 		`{"create_stream_on_append":true,"create_stream_on_read":true}`)
 	expect(t, "ensure existing", env.do(t, "PUT", "/v1/basins/second-basin", nil, nil), 200, "")
 	expect(t, "ensure new", env.do(t, "PUT", "/v1/basins/third-basin", nil, []byte(`{}`)), 201, "")
+	// An invalid default stream config is refused whichever way it comes, not kept for
+	// every stream created in the basin to fail with.
+	badDefault := `{"default_stream_config":{"retention_policy":{"age":0}}}`
+	expect(t, "create with a bad default", env.do(t, "POST", "/v1/basins", nil, []byte(`{"basin":"fourth-basin","config":`+badDefault+`}`)), 422, "")
+	expect(t, "ensure with a bad default", env.do(t, "PUT", "/v1/basins/fourth-basin", nil, []byte(`{"config":`+badDefault+`}`)), 422, "")
+	expect(t, "reconfigure to a bad default", env.do(t, "PATCH", "/v1/basins/second-basin", nil, []byte(badDefault)), 422, "")
+	expect(t, "config unchanged", env.do(t, "GET", "/v1/basins/second-basin", nil, nil), 200,
+		`{"create_stream_on_append":true,"create_stream_on_read":true}`)
 	r = env.do(t, "GET", "/v1/basins?limit=2", nil, nil)
 	expect(t, "list", r, 200, "")
 	var l s2api.ListBasinsResponse
