@@ -148,11 +148,10 @@
 // runs the checksum over the object, then parses each record as the Iterator returns it
 // (about 17 ns per record): about 33 µs per MiB. Encoding hides most of the checksum behind
 // its copy (a loop copying one contiguous megabyte and folding it takes 20 µs), but a
-// record's body, headers and Record are three places in memory, and each record costs
-// about 60 instructions of its own (sizing it, its frame's head, the checks that keep a
-// racing writer from pushing the kernel past its buffer): 35-46 µs per MiB of 1 KiB
-// records, about 28 for the same bytes in records without headers whose bodies are
-// contiguous. Its cache misses make it the path the shared machine's load moves most;
+// record's body, headers and Record are three places in memory, and each record has work
+// of its own (sizing it, its frame's head, the checks that keep a racing writer from
+// pushing the kernel past its buffer): 35-46 µs per MiB of 1 KiB records, about 28 for the
+// same bytes in records without headers whose bodies are contiguous. Its cache misses make it the path the shared machine's load moves most;
 // the copy streams one contiguous buffer with non-temporal stores. That is why encoding
 // 1 KiB bodies, run apart from the copy, can fall under the 0.8 target.
 //

@@ -174,13 +174,7 @@ func (e *Encoder) add(in *AppendInput) error {
 			return in.Validate() // reports the byte rule with the full total
 		}
 		if kernel {
-			magic, varlen := frameLead(m, cmd, r.HasTimestamp)
-			metas = append(metas, recMeta{
-				lead:  uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))),
-				leadN: uint32(1 + varlen),
-				wire:  uint32(w),
-				ts:    b2u(r.HasTimestamp),
-			})
+			metas = append(metas, newRecMeta(m, w, cmd, r.HasTimestamp))
 			continue
 		}
 		body := r.Body
@@ -214,7 +208,7 @@ write:
 		f := e.folded
 		written, folded, _, _ := encodeRecords(e.fold.State(), &b[f], recStart-f, recStart+wire-f, recs, metas)
 		if written != recStart+wire-f {
-			return errChanged(-1, wire)
+			return errFrameChanged
 		}
 		e.fold.Advance(folded)
 		e.folded += folded
@@ -278,7 +272,7 @@ func (e *Encoder) addFused(in *AppendInput, recs []Record, flags byte) (ok bool,
 	b = b[:cap(b)]
 	written, folded, metered, done := encodeRecords(e.fold.State(), &b[f], recStart-f, limit-f, recs, nil)
 	if written < 0 {
-		return false, errChanged(-1, 0)
+		return false, errFrameChanged
 	}
 	if done < len(recs) {
 		return false, nil
@@ -330,22 +324,30 @@ type recMeta struct {
 	ts    uint32 // 1 if the frame has a timestamp
 }
 
-func b2u(b bool) uint32 {
-	if b {
-		return 1
+// newRecMeta describes a frame of metered size m (which fits in 3 bytes) and length w, as
+// frameLead lays out its head.
+func newRecMeta(m, w int, cmd, ts bool) recMeta {
+	magic, varlen := frameLead(m, cmd, ts)
+	meta := recMeta{
+		lead:  uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))),
+		leadN: uint32(1 + varlen),
+		wire:  uint32(w),
 	}
-	return 0
+	if ts {
+		meta.ts = 1
+	}
+	return meta
 }
 
 // errChanged is the error for an append whose records changed while Add was encoding them
-// (another goroutine wrote to them): the bytes written disagree with the sizes measured.
-// written < 0 means the record kernel stopped at the first frame that disagreed.
+// (another goroutine wrote to them): the bytes gathered disagree with the sizes measured.
 func errChanged(written, sized int) error {
-	if written < 0 {
-		return fmt.Errorf("%w: records changed while being encoded (a frame disagrees with its size)", ErrInvalid)
-	}
 	return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, written, sized)
 }
+
+// errFrameChanged is errChanged for the record kernel, which stops at the first frame whose
+// bytes disagree with its size.
+var errFrameChanged = fmt.Errorf("%w: records changed while being encoded (a frame disagrees with its size)", ErrInvalid)
 
 // recordSize returns r's metered size, the size of its frame, and whether r is shaped as a
 // command record (it then still needs Validate). A metered size beyond the 3-byte field

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -100,8 +99,7 @@ func kernelMetas(recs []Record) ([]recMeta, int) {
 	wire := 0
 	for i := range recs {
 		m, w, cmd := recordSize(&recs[i])
-		magic, varlen := frameLead(m, cmd, recs[i].HasTimestamp)
-		metas = append(metas, recMeta{lead: uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))), leadN: uint32(1 + varlen), wire: uint32(w), ts: b2u(recs[i].HasTimestamp)})
+		metas = append(metas, newRecMeta(m, w, cmd, recs[i].HasTimestamp))
 		wire += w
 	}
 	return metas, wire

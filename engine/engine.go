@@ -100,9 +100,7 @@ func (c *Config) producerConfig(st catalog.Stream) producer.Config {
 	pc.ManifestPath = st.ManifestPath
 	pc.DataPathPrefix = st.DataPrefix
 	pc.CreateStream = false
-	if c.Logger != nil {
-		pc.Logger = c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
-	}
+	pc.Logger = c.streamLogger(st, pc.Logger)
 	pc.Registerer = nil
 	pc.Now = c.Now
 	return pc
@@ -114,11 +112,17 @@ func (c *Config) consumerConfig(st catalog.Stream, n *consumer.Notifier) consume
 	cc.ManifestPath = st.ManifestPath
 	cc.DataPathPrefix = st.DataPrefix
 	cc.Notifier = n
-	if c.Logger != nil {
-		cc.Logger = c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
-	}
+	cc.Logger = c.streamLogger(st, cc.Logger)
 	cc.Registerer = nil
 	return cc
+}
+
+// streamLogger is the engine's logger with the stream named, or def without one.
+func (c *Config) streamLogger(st catalog.Stream, def *slog.Logger) *slog.Logger {
+	if c.Logger == nil {
+		return def
+	}
+	return c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
 }
 
 // Sentinel errors.
