@@ -126,14 +126,17 @@
 // Two benchmarks set each operation beside its baseline (a plain copy of the same bytes
 // when uncompressed, zstd EncodeAll/DecodeAll of the same payload when compressed), on
 // objects of about 1 MiB: BenchmarkEncode and BenchmarkDecode run operation and baseline
-// apart, each on cache-warm data (the same input every time); BenchmarkRatio interleaves them op by op, so that both see
-// the same machine load and caches, and reports the ratio. BenchmarkIterate times the
-// Iterator alone. Encoding runs on two layouts of the same records in memory: heap (each
+// apart, each on cache-warm data (the same input every time); BenchmarkRatio interleaves
+// them op by op, so that both see the same machine load and caches, and reports the ratio.
+// BenchmarkIterate times the Iterator alone. Encoding runs on two layouts of the same records in memory: heap (each
 // body, header slice, name and value an allocation of its own, among others: records built
 // one by one) and wire (slices of one request buffer, as s2api decodes an append: the
 // daemon's path). Speed of the operation over that of its baseline, medians per process,
-// ranges over three processes (figures vary more between processes than within one, and
-// more still with the load of the shared 2-core AMD EPYC development machine):
+// ranges over three processes, on the shared 2-core AMD EPYC development machine. Figures
+// vary more between processes than within one, because where an input's pages fall in the
+// caches moves it: input sets of one shape, built in one process (wire layout, frames of
+// 1024 and 1026 bytes), encoded in 38 µs and 43 µs in one run and the other way round in
+// the next. They vary more still with the machine's load.
 //
 //	                             apart       interleaved
 //	encode  1 KiB  none  heap    0.77-0.80   0.93-1.05
@@ -158,7 +161,8 @@
 // the object, then parses each record as the Iterator returns it (about 17 ns per record):
 // about 33 µs per MiB. Encoding hides most of the checksum behind its copy (a loop copying
 // one contiguous megabyte and folding it takes 20 µs), but it reads each record where it
-// lies. Measured apart, in one process, against a copy at 29.8 µs per MiB of 1 KiB records:
+// lies. Measured apart, in one process (so within the tenth that page placement moves it),
+// against a copy at 29.8 µs per MiB of 1 KiB records:
 // heap 40.8 µs, heap with the bodies made contiguous 36.3, wire 37.2, either layout without
 // headers 32.5-32.7. So a record's own work (sizing it, its frame's head, the checks that
 // keep a racing writer from pushing the kernel past its buffer) costs about 3 ns, its
