@@ -123,20 +123,20 @@
 //
 // # Performance
 //
-// Two benchmarks set each operation beside its baseline (a plain copy of the same bytes
-// when uncompressed, zstd EncodeAll/DecodeAll of the same payload when compressed), on
-// objects of about 1 MiB: BenchmarkEncode and BenchmarkDecode run operation and baseline
-// apart, each on cache-warm data (the same input every time); BenchmarkRatio interleaves
-// them op by op, so that both see the same machine load and caches, and reports the ratio.
-// BenchmarkIterate times the Iterator alone. Encoding runs on two layouts of the same records in memory: heap (each
-// body, header slice, name and value an allocation of its own, among others: records built
-// one by one) and wire (slices of one request buffer, as s2api decodes an append: the
+// Two benchmarks set each operation beside its baseline (a plain copy of the same bytes when
+// uncompressed, zstd EncodeAll/DecodeAll of the same payload when compressed), on objects of
+// about 1 MiB: BenchmarkEncode and BenchmarkDecode run operation and baseline apart, each on
+// cache-warm data (the same input every time); BenchmarkRatio interleaves them op by op, so
+// that both see the same machine load and caches, and reports the ratio. BenchmarkIterate
+// times the Iterator alone. Encoding runs on two layouts of the same records in memory: heap
+// (each body, header slice, name and value an allocation of its own, among others: records
+// built one by one) and wire (slices of one request buffer, as s2api decodes an append: the
 // daemon's path). Speed of the operation over that of its baseline, medians per process,
 // ranges over three processes, on the shared 2-core AMD EPYC development machine. Figures
 // vary more between processes than within one, because where an input's pages fall in the
 // caches moves it: input sets of one shape, built in one process (wire layout, frames of
-// 1024 and 1026 bytes), encoded in 38 µs and 43 µs in one run and the other way round in
-// the next. They vary more still with the machine's load.
+// 1024 and 1026 bytes), encoded in 38 µs and 43 µs in one run and the other way round in the
+// next. They vary more still with the machine's load.
 //
 //	                             apart       interleaved
 //	encode  1 KiB  none  heap    0.77-0.80   0.93-1.05
