@@ -7,30 +7,7 @@
 // internal/crc32c's kernels (crc32c_amd64.s, where the constant is derived and tested):
 // four 512-bit accumulators, 256 bytes per step.
 
-DATA k2048<>+0(SB)/8, $0xdcb17aa4
-DATA k2048<>+8(SB)/8, $0xb9e02b86
-DATA k2048<>+16(SB)/8, $0xdcb17aa4
-DATA k2048<>+24(SB)/8, $0xb9e02b86
-DATA k2048<>+32(SB)/8, $0xdcb17aa4
-DATA k2048<>+40(SB)/8, $0xb9e02b86
-DATA k2048<>+48(SB)/8, $0xdcb17aa4
-DATA k2048<>+56(SB)/8, $0xb9e02b86
-GLOBL k2048<>(SB), RODATA|NOPTR, $64
-
-// FOLD4 folds the 256 bytes in Z11-Z14 into the accumulators Z1-Z4 (constant in Z0).
-#define FOLD4 \
-	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
-	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
-	VPCLMULQDQ $0x11, Z0, Z2, Z6; \
-	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
-	VPCLMULQDQ $0x11, Z0, Z3, Z7; \
-	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
-	VPCLMULQDQ $0x11, Z0, Z4, Z8; \
-	VPCLMULQDQ $0x00, Z0, Z4, Z4; \
-	VPTERNLOGD $0x96, Z11, Z5, Z1; \
-	VPTERNLOGD $0x96, Z12, Z6, Z2; \
-	VPTERNLOGD $0x96, Z13, Z7, Z3; \
-	VPTERNLOGD $0x96, Z14, Z8, Z4
+#include "../internal/crc32c/fold_amd64.h"
 
 // A block is folded once it lies LAG bytes behind the write position, so that its stores
 // have left the store buffer and it is read back from the L1 cache.

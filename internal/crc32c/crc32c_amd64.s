@@ -9,16 +9,8 @@
 // x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
 // (crc32c_test.go) derives every constant below from the polynomial and checks it.
 
-// Fold by 2048 bits: four 512-bit accumulators, 256 bytes per step.
-DATA k2048<>+0(SB)/8, $0xdcb17aa4
-DATA k2048<>+8(SB)/8, $0xb9e02b86
-DATA k2048<>+16(SB)/8, $0xdcb17aa4
-DATA k2048<>+24(SB)/8, $0xb9e02b86
-DATA k2048<>+32(SB)/8, $0xdcb17aa4
-DATA k2048<>+40(SB)/8, $0xb9e02b86
-DATA k2048<>+48(SB)/8, $0xdcb17aa4
-DATA k2048<>+56(SB)/8, $0xb9e02b86
-GLOBL k2048<>(SB), RODATA|NOPTR, $64
+// Fold by 2048 bits (k2048, FOLD4): four 512-bit accumulators, 256 bytes per step.
+#include "fold_amd64.h"
 
 // Fold by 512 bits: one 512-bit accumulator, 64 bytes per step.
 DATA k512<>+0(SB)/8, $0x740eef02
@@ -95,21 +87,6 @@ GLOBL barrett<>(SB), RODATA|NOPTR, $16
 	VMOVDQU64 Z2, 64(DI); \
 	VMOVDQU64 Z3, 128(DI); \
 	VMOVDQU64 Z4, 192(DI)
-
-// FOLD4 folds the 256 bytes in Z11-Z14 into Z1-Z4 (constant in Z0).
-#define FOLD4 \
-	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
-	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
-	VPCLMULQDQ $0x11, Z0, Z2, Z6; \
-	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
-	VPCLMULQDQ $0x11, Z0, Z3, Z7; \
-	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
-	VPCLMULQDQ $0x11, Z0, Z4, Z8; \
-	VPCLMULQDQ $0x00, Z0, Z4, Z4; \
-	VPTERNLOGD $0x96, Z11, Z5, Z1; \
-	VPTERNLOGD $0x96, Z12, Z6, Z2; \
-	VPTERNLOGD $0x96, Z13, Z7, Z3; \
-	VPTERNLOGD $0x96, Z14, Z8, Z4
 
 // MERGE4 folds the four accumulators Z1-Z4 into Z4, each 512 bits into the next.
 #define MERGE4 \
