@@ -210,8 +210,10 @@ func (e *Engine) closeIdle() {
 	}
 }
 
-// closeAsync closes op in the background; Close waits for it.
-func (e *Engine) closeAsync(op *openProducer) {
+// closeAsyncLocked closes op in the background; Close waits for it. The caller holds e.mu
+// and the engine is not closed: Close sets closed under e.mu before it waits, so it counts
+// every close started before that.
+func (e *Engine) closeAsyncLocked(op *openProducer) {
 	e.closers.Add(1)
 	go func() {
 		defer e.closers.Done()
@@ -492,6 +494,9 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 	// (unreferenced ones go to the collector).
 	head, err := e.cfg.Store.Head(ctx, st.ManifestPath)
 	if err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) { // deleted meanwhile
+			return 0, fmt.Errorf("%w: %s: %w", manifest.ErrNotExist, st.ManifestPath, err)
+		}
 		return 0, err
 	}
 	refs := map[string]bool{}
@@ -503,18 +508,20 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 		refs[en.Key] = true
 		return nil
 	})
+	// The stream's producer is closed whatever happens next (the next append opens a new
+	// one): it drains in the background, and what it commits after the manifest is gone fails.
+	key := streamKey{basin, name}
 	e.mu.Lock()
-	op := e.producers[streamKey{basin, name}]
-	delete(e.producers, streamKey{basin, name})
-	delete(e.readers, streamKey{basin, name})
+	if op := e.producers[key]; op != nil {
+		delete(e.producers, key)
+		e.closeAsyncLocked(op)
+	}
+	delete(e.readers, key)
 	e.mu.Unlock()
 	if err := e.cfg.Store.Delete(ctx, st.ManifestPath); err != nil {
 		return 0, err
 	}
 	deleted = 1
-	if op != nil {
-		e.closeAsync(op) // its pending commits fail: the manifest is gone
-	}
 	for _, prefix := range []string{st.DataPrefix + "/", manifest.SegmentPrefix(st.ManifestPath)} {
 		err := objectstore.ListAll(ctx, e.cfg.Store, prefix, func(o objectstore.ObjectInfo) error {
 			if !refs[o.Key] && (o.ModTime.IsZero() || !o.ModTime.Before(head.ModTime)) {
@@ -598,13 +605,14 @@ func (e *Engine) acquire(ctx context.Context, basin, name string) (*openProducer
 	}
 	e.metrics.openProducers.Inc() // every producer opened is closed through stopProducer
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
-		e.closeAsync(&openProducer{p: p, st: st})
+		e.mu.Unlock()
+		e.closeProducer(&openProducer{p: p, st: st}) // now: Close may be waiting already
 		return nil, ErrClosed
 	}
+	defer e.mu.Unlock()
 	if op, ok := e.producers[key]; ok { // another request won the race
-		e.closeAsync(&openProducer{p: p, st: st})
+		e.closeAsyncLocked(&openProducer{p: p, st: st})
 		op.inFlight++
 		op.lastUsed = e.cfg.Now()
 		return op, nil
@@ -624,13 +632,10 @@ func (e *Engine) release(op *openProducer) {
 // evict drops op from the cache (if it is still the cached one) and closes it.
 func (e *Engine) evict(basin, name string, op *openProducer) {
 	e.mu.Lock()
-	cur, ok := e.producers[streamKey{basin, name}]
-	if ok && cur == op {
+	defer e.mu.Unlock()
+	if cur, ok := e.producers[streamKey{basin, name}]; ok && cur == op {
 		delete(e.producers, streamKey{basin, name})
-	}
-	e.mu.Unlock()
-	if ok && cur == op {
-		e.closeAsync(op)
+		e.closeAsyncLocked(op)
 	}
 }
 

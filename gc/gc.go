@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -492,7 +493,7 @@ func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifes
 			}
 			return keys, nil
 		}
-		seg, err := manifest.LoadSegment(ctx, c.store, ref.Key)
+		seg, err := manifest.LoadSegmentOf(ctx, c.store, ref, ms.Generation)
 		if err != nil {
 			return nil, err
 		}
@@ -544,7 +545,10 @@ func IsSegmentKeyAny(key string) bool {
 // decode), readers see the stream as gone, and only then is the manifest deleted.
 func (c *Collector) deleteOnEmpty(ctx context.Context, s Stream, st *streamState, snap *manifest.Snapshot, now time.Time, rep *Report) error {
 	ms := snap.State
-	minAge := time.Duration(ms.Config.DeleteOnEmpty.MinAgeSecs) * time.Second
+	minAge := time.Duration(math.MaxInt64) // about 292 years: longer ages never come
+	if secs := ms.Config.DeleteOnEmpty.MinAgeSecs; secs < uint64(math.MaxInt64/int64(time.Second)) {
+		minAge = time.Duration(secs) * time.Second
+	}
 	if minAge <= 0 || !ms.IsEmpty() {
 		st.emptySince = time.Time{}
 		return nil

@@ -1,6 +1,9 @@
 package manifest
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // OpenGroup creates the consumer group name if needed and bumps its epoch, returning the new
 // epoch: the caller becomes the group's one active member, and members with older epochs are
@@ -62,17 +65,26 @@ func (s *State) DropPoint(nowMs uint64) uint64 {
 		p = max(p, low)
 	}
 	if !s.Config.Retention.Infinite {
-		ageMs := s.Config.Retention.AgeSecs * 1000
+		// Arrivals are the producers' clocks when they sealed their batches, not monotonic
+		// in seq_num order: the first young segment or entry protects everything after it,
+		// entries included (they follow the segments).
+		ageMs := uint64(math.MaxUint64) // an age past 584 million years never expires
+		if a := s.Config.Retention.AgeSecs; a <= math.MaxUint64/1000 {
+			ageMs = a * 1000
+		}
+		expired := func(arrival uint64) bool { return nowMs > arrival && nowMs-arrival > ageMs }
+		young := false
 		for i := range s.Segments {
 			r := &s.Segments[i]
-			if r.MaxArrival+ageMs >= nowMs {
+			if !expired(r.MaxArrival) {
+				young = true
 				break
 			}
 			p = max(p, r.EndSeq)
 		}
-		for i := range s.Entries {
+		for i := 0; !young && i < len(s.Entries); i++ {
 			e := &s.Entries[i]
-			if e.Arrival+ageMs >= nowMs {
+			if !expired(e.Arrival) {
 				break
 			}
 			p = max(p, e.EndSeq())

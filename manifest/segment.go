@@ -126,6 +126,21 @@ func LoadSegment(ctx context.Context, store objectstore.Store, key string) (*Seg
 	return DecodeSegment(key, data)
 }
 
+// LoadSegmentOf reads the segment a stream of generation gen references with ref, and checks
+// that it is that reference's segment: its level and generation must match. With the
+// decoder's rule that a segment's refs are one level below its own, levels then strictly
+// decrease down a walk, so no walk can loop, whatever the store holds.
+func LoadSegmentOf(ctx context.Context, store objectstore.Store, ref *SegmentRef, gen [16]byte) (*Segment, error) {
+	seg, err := LoadSegment(ctx, store, ref.Key)
+	if err != nil {
+		return nil, err
+	}
+	if seg.Level != ref.Level || seg.Generation != gen {
+		return nil, corrupt(ref.Key, "segment level %d / generation %x does not match its reference", seg.Level, seg.Generation)
+	}
+	return seg, nil
+}
+
 // Index looks entries up across a state's sealed segments and recent entries. Segments are
 // immutable, so it caches the ones it loaded (up to 64); it is safe for concurrent use and
 // may be reused with newer states of the same stream (WithState).
@@ -159,12 +174,9 @@ func (x *Index) segment(ctx context.Context, ref *SegmentRef) (*Segment, error) 
 	if ok {
 		return seg, nil
 	}
-	seg, err := LoadSegment(ctx, x.store, ref.Key)
+	seg, err := LoadSegmentOf(ctx, x.store, ref, x.st.Generation)
 	if err != nil {
 		return nil, err
-	}
-	if seg.Level != ref.Level || seg.Generation != x.st.Generation {
-		return nil, corrupt(ref.Key, "segment level %d / generation %x does not match its reference", seg.Level, seg.Generation)
 	}
 	x.mu.Lock()
 	if _, ok := x.cache[ref.Key]; !ok {
