@@ -169,11 +169,20 @@ func (fw *frameWriter) write(f s2api.Frame) error {
 	if err != nil {
 		return err
 	}
-	_ = fw.rc.SetWriteDeadline(time.Now().Add(fw.tmo))
+	defer armWrite(fw.rc, fw.tmo)()
 	if _, err := fw.w.Write(fw.buf); err != nil {
 		return err
 	}
 	return fw.rc.Flush()
+}
+
+// armWrite sets a write deadline of tmo for one write and its flush, and returns the call that
+// clears it. A session's writes are bounded one by one, and no deadline may stay set between
+// them: on HTTP/2 a deadline that passes resets the stream even when nothing is being
+// written, which would end an append session idle for longer than tmo.
+func armWrite(rc *http.ResponseController, tmo time.Duration) (disarm func()) {
+	_ = rc.SetWriteDeadline(time.Now().Add(tmo))
+	return func() { _ = rc.SetWriteDeadline(time.Time{}) }
 }
 
 func (s *Server) appendSession(q *request) {
@@ -247,13 +256,17 @@ func (s *Server) read(q *request) {
 	case mediaType(q.r.Header.Get("Content-Type")) == ctS2S:
 		sk = &s2sSink{}
 	case accepts(q.r, ctSSE):
-		sk = &sseSink{format: q.format}
+		sse := &sseSink{format: q.format}
+		sk = sse
 		if id := q.r.Header.Get("Last-Event-ID"); id != "" {
 			last, n, nb, err := s2api.ParseBatchEventID(id)
 			if err != nil {
 				writeError(q.w, err)
 				return
 			}
+			// The ids this session sends go on counting from the resumed one's totals,
+			// so that it can be resumed in its turn.
+			sse.baseRecords, sse.baseBytes = n, nb
 			next := last + 1
 			req.Start = s2api.ReadStart{SeqNum: &next, Clamp: req.Start.Clamp}
 			if req.Count != nil {
@@ -324,6 +337,9 @@ func cutUntil(b *s2api.ReadBatch, until *uint64) bool {
 }
 
 func (s *Server) unaryRead(q *request, req s2api.ReadRequest) {
+	// The request has no body to wait for, and a long poll may outlast the read deadline
+	// ServeHTTP set: on HTTP/1.1, that deadline passing would cancel the request.
+	_ = http.NewResponseController(q.w).SetReadDeadline(time.Time{})
 	cur, err := s.openCursor(q, req.Start)
 	if err != nil {
 		writeError(q.w, err)
@@ -379,12 +395,16 @@ type sseSink struct {
 	rc     *http.ResponseController
 	sse    *s2api.SSEWriter
 	format s2api.Format
+	// What the session resumed from (Last-Event-ID) had delivered: the totals in event ids
+	// count from there.
+	baseRecords, baseBytes uint64
 }
 
 func (k *sseSink) start(s *Server, q *request) error {
 	k.s = s
 	k.rc = http.NewResponseController(q.w)
 	_ = k.rc.SetReadDeadline(time.Time{})
+	defer armWrite(k.rc, s.opts.writeTimeout)()
 	h := q.w.Header()
 	h.Set("Content-Type", ctSSE)
 	h.Set("Cache-Control", "no-cache")
@@ -395,10 +415,10 @@ func (k *sseSink) start(s *Server, q *request) error {
 }
 
 func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) error {
-	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+	defer armWrite(k.rc, k.s.opts.writeTimeout)()
 	var err error
 	if n := len(b.Records); n > 0 {
-		err = k.sse.Batch(b, k.format, b.Records[n-1].SeqNum, totalRecords, totalBytes)
+		err = k.sse.Batch(b, k.format, b.Records[n-1].SeqNum, k.baseRecords+totalRecords, k.baseBytes+totalBytes)
 	} else {
 		err = k.sse.Event("batch", "", s2api.EncodeReadBatchJSON(b, k.format))
 	}
@@ -409,7 +429,7 @@ func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) err
 }
 
 func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
-	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+	defer armWrite(k.rc, k.s.opts.writeTimeout)()
 	if err := k.sse.Ping(uint64(k.s.opts.now().UnixMilli()), &tail); err != nil {
 		return err
 	}
@@ -417,7 +437,7 @@ func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
 }
 
 func (k *sseSink) fail(err error) {
-	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+	defer armWrite(k.rc, k.s.opts.writeTimeout)()
 	if k.sse.Error(err) == nil {
 		_ = k.rc.Flush()
 	}

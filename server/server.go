@@ -421,6 +421,9 @@ func (s *Server) readBody(q *request) ([]byte, error) {
 		}
 		return nil, &s2api.Error{Code: s2api.CodeBadJSON, Message: "reading request body failed", Err: err}
 	}
+	// The body is in: the read deadline has done its work, and left set it would cancel a
+	// call that takes longer (an append waiting for a slow store) on HTTP/1.1.
+	_ = http.NewResponseController(q.w).SetReadDeadline(time.Time{})
 	return b, nil
 }
 
