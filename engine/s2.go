@@ -186,20 +186,38 @@ func (b *s2Backend) DeleteBasin(ctx context.Context, name string) error {
 	return apiError(b.e.DeleteBasin(ctx, name))
 }
 
-func (b *s2Backend) createStream(ctx context.Context, basin, stream string, cfg s2api.StreamConfig) (*manifest.Snapshot, error) {
+// streamDefaults is the config of a stream created in basin with no field given: the global
+// defaults (manifest.DefaultConfig), then the basin's default stream config.
+func (b *s2Backend) streamDefaults(ctx context.Context, basin string) (manifest.Config, error) {
 	binfo, err := b.e.Basin(ctx, basin)
 	if err != nil {
-		return nil, err
+		return manifest.Config{}, err
 	}
 	bcfg, err := basinConfig(binfo)
 	if err != nil {
-		return nil, err
+		return manifest.Config{}, err
 	}
 	mc := manifest.DefaultConfig()
 	if bcfg.DefaultStreamConfig != nil {
 		if err := applyStreamConfig(&mc, *bcfg.DefaultStreamConfig); err != nil {
-			return nil, err
+			return manifest.Config{}, err
 		}
+	}
+	return mc, nil
+}
+
+func (b *s2Backend) StreamDefaults(ctx context.Context, basin string) (s2api.StreamConfig, error) {
+	mc, err := b.streamDefaults(ctx, basin)
+	if err != nil {
+		return s2api.StreamConfig{}, apiError(err)
+	}
+	return streamConfig(mc), nil
+}
+
+func (b *s2Backend) createStream(ctx context.Context, basin, stream string, cfg s2api.StreamConfig) (*manifest.Snapshot, error) {
+	mc, err := b.streamDefaults(ctx, basin)
+	if err != nil {
+		return nil, err
 	}
 	if err := applyStreamConfig(&mc, cfg); err != nil {
 		return nil, err

@@ -141,11 +141,21 @@ type BasinReconfiguration struct {
 	DefaultStreamConfig  *StreamConfig `json:"default_stream_config,omitempty"`
 	CreateStreamOnAppend *bool         `json:"create_stream_on_append,omitempty"`
 	CreateStreamOnRead   *bool         `json:"create_stream_on_read,omitempty"`
+	// ReplaceDefaultStreamConfig makes DefaultStreamConfig the basin's default stream config
+	// as it is (nil: none), instead of merging its fields into the old one: an ensure, or a
+	// reconfiguration that sends "default_stream_config": null.
+	ReplaceDefaultStreamConfig bool `json:"-"`
 }
 
 // Apply returns c changed by r.
 func (r BasinReconfiguration) Apply(c BasinConfig) BasinConfig {
-	if r.DefaultStreamConfig != nil {
+	if r.ReplaceDefaultStreamConfig {
+		c.DefaultStreamConfig = nil
+		if r.DefaultStreamConfig != nil {
+			d := *r.DefaultStreamConfig
+			c.DefaultStreamConfig = &d
+		}
+	} else if r.DefaultStreamConfig != nil {
 		base := StreamConfig{}
 		if c.DefaultStreamConfig != nil {
 			base = *c.DefaultStreamConfig
@@ -263,6 +273,130 @@ func DecodeStreamConfigJSON(data []byte) (StreamConfig, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// A reconfiguration's null is not an absent field: S2 resets a field sent as null to its
+// default (the SDK sends null only when its caller gives null). These are the fields that may
+// be reset, as JSON paths.
+const (
+	FieldStorageClass      = "storage_class"
+	FieldRetentionPolicy   = "retention_policy"
+	FieldTimestamping      = "timestamping"
+	FieldTimestampingMode  = "timestamping.mode"
+	FieldTimestampingCap   = "timestamping.uncapped"
+	FieldDeleteOnEmpty     = "delete_on_empty"
+	FieldDeleteOnEmptyAge  = "delete_on_empty.min_age_secs"
+	fieldDefaultStreamConf = "default_stream_config"
+)
+
+// DecodeStreamReconfigurationJSON parses the body of PATCH /streams/{s}: the fields to
+// change, and the fields sent as null, which go back to their defaults (ResetFrom).
+func DecodeStreamReconfigurationJSON(data []byte) (r StreamConfig, reset []string, err error) {
+	if r, err = DecodeStreamConfigJSON(data); err != nil {
+		return r, nil, err
+	}
+	return r, nullFields(data, FieldStorageClass, FieldRetentionPolicy, FieldTimestamping, FieldDeleteOnEmpty), nil
+}
+
+// nullFields returns the fields among top (and the fields of those that are objects) that
+// data, a JSON object, sends as null.
+func nullFields(data []byte, top ...string) []string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return nil
+	}
+	var out []string
+	for _, name := range top {
+		v, ok := obj[name]
+		if !ok {
+			continue
+		}
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			out = append(out, name)
+			continue
+		}
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(v, &sub) != nil {
+			continue
+		}
+		for k, sv := range sub {
+			if bytes.Equal(bytes.TrimSpace(sv), []byte("null")) {
+				out = append(out, name+"."+k)
+			}
+		}
+	}
+	return out
+}
+
+// ResetFrom returns c with the fields named in reset (JSON paths, as
+// DecodeStreamReconfigurationJSON returns them) set to base's: a stream's defaults.
+func (c StreamConfig) ResetFrom(base StreamConfig, reset []string) StreamConfig {
+	for _, f := range reset {
+		switch f {
+		case FieldStorageClass:
+			c.StorageClass = base.StorageClass
+		case FieldRetentionPolicy:
+			c.RetentionPolicy = base.RetentionPolicy
+		case FieldTimestamping:
+			c.Timestamping = base.Timestamping
+		case FieldDeleteOnEmpty:
+			c.DeleteOnEmpty = base.DeleteOnEmpty
+		case FieldTimestampingMode, FieldTimestampingCap:
+			t := TimestampingConfig{}
+			if c.Timestamping != nil {
+				t = *c.Timestamping
+			}
+			if base.Timestamping != nil {
+				if f == FieldTimestampingMode {
+					t.Mode = base.Timestamping.Mode
+				} else {
+					t.Uncapped = base.Timestamping.Uncapped
+				}
+			}
+			c.Timestamping = &t
+		case FieldDeleteOnEmptyAge:
+			if base.DeleteOnEmpty != nil {
+				c.DeleteOnEmpty = &DeleteOnEmptyConfig{MinAgeSecs: base.DeleteOnEmpty.MinAgeSecs}
+			}
+		}
+	}
+	return c
+}
+
+// DecodeBasinReconfigurationJSON parses the body of PATCH /basins/{b}. A field sent as null
+// goes back to its default: "default_stream_config": null removes the basin's default stream
+// config, and a null flag is false.
+func DecodeBasinReconfigurationJSON(data []byte) (BasinReconfiguration, error) {
+	var r BasinReconfiguration
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return r, nil
+	}
+	if err := json.Unmarshal(trimmed, &r); err != nil {
+		return r, &Error{Code: CodeBadJSON, Message: "basin reconfiguration: " + err.Error(), Err: err}
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(trimmed, &obj) // it decoded above
+	isNull := func(k string) bool {
+		v, ok := obj[k]
+		return ok && bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	}
+	if isNull(fieldDefaultStreamConf) {
+		r.ReplaceDefaultStreamConfig, r.DefaultStreamConfig = true, nil
+	}
+	no := false
+	if isNull("create_stream_on_append") {
+		r.CreateStreamOnAppend = &no
+	}
+	if isNull("create_stream_on_read") {
+		r.CreateStreamOnRead = &no
+	}
+	if r.DefaultStreamConfig != nil {
+		if err := r.DefaultStreamConfig.Validate(); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }
 
 // DecodeEnsureStreamBody parses the body of PUT /streams/{s}: either a bare StreamConfig (the

@@ -28,6 +28,11 @@ type Backend interface {
 	// CreateStream creates a stream; nil fields of cfg take the basin's defaults.
 	CreateStream(ctx context.Context, basin, stream string, cfg s2api.StreamConfig) (s2api.StreamInfo, error)
 	ListStreams(ctx context.Context, basin string, req s2api.ListRequest) (s2api.ListStreamsResponse, error)
+	// StreamDefaults returns the config a stream created now in the basin with no field given
+	// would have, every field filled in: the global defaults, then the basin's default
+	// stream config. An ensure makes an existing stream's config this, changed by the fields
+	// it gives; a reconfiguration's null resets a field to it.
+	StreamDefaults(ctx context.Context, basin string) (s2api.StreamConfig, error)
 	// GetStreamConfig returns the effective config, every field filled in.
 	GetStreamConfig(ctx context.Context, basin, stream string) (s2api.StreamConfig, error)
 	// ReconfigureStream changes the fields r gives and returns the effective config.

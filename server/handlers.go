@@ -109,22 +109,21 @@ func (s *Server) ensureBasin(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	result := "noop"
-	if req.Config != nil {
-		before, err := s.b.GetBasinConfig(q.ctx, q.name)
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
-		r := s2api.BasinReconfiguration{DefaultStreamConfig: cfg.DefaultStreamConfig, CreateStreamOnAppend: &cfg.CreateStreamOnAppend, CreateStreamOnRead: &cfg.CreateStreamOnRead}
-		after, err := s.b.ReconfigureBasin(q.ctx, q.name, r)
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
-		result = provisionResult(before, after)
+	// An ensure has PUT's meaning: the basin's config becomes the one given (none given: the
+	// defaults), not the old one changed by the fields given.
+	before, err := s.b.GetBasinConfig(q.ctx, q.name)
+	if err != nil {
+		writeError(q.w, err)
+		return
 	}
-	q.w.Header().Set(hdrProvisionResult, result)
+	r := s2api.BasinReconfiguration{DefaultStreamConfig: cfg.DefaultStreamConfig, ReplaceDefaultStreamConfig: true,
+		CreateStreamOnAppend: &cfg.CreateStreamOnAppend, CreateStreamOnRead: &cfg.CreateStreamOnRead}
+	after, err := s.b.ReconfigureBasin(q.ctx, q.name, r)
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	q.w.Header().Set(hdrProvisionResult, provisionResult(before, after))
 	page, err := s.b.ListBasins(q.ctx, s2api.ListRequest{Prefix: q.name, Limit: s2api.MaxListLimit})
 	if err != nil {
 		writeError(q.w, err)
@@ -154,16 +153,10 @@ func (s *Server) reconfigureBasin(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	var r s2api.BasinReconfiguration
-	if err := decodeJSON(body, &r); err != nil {
+	r, err := s2api.DecodeBasinReconfigurationJSON(body)
+	if err != nil {
 		writeError(q.w, err)
 		return
-	}
-	if r.DefaultStreamConfig != nil {
-		if err := r.DefaultStreamConfig.Validate(); err != nil {
-			writeError(q.w, err)
-			return
-		}
 	}
 	cfg, err := s.b.ReconfigureBasin(q.ctx, q.name, r)
 	if err != nil {
@@ -254,7 +247,14 @@ func (s *Server) ensureStream(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	after, err := s.b.ReconfigureStream(q.ctx, q.basin, q.name, cfg)
+	// An ensure has PUT's meaning: the stream's config becomes the defaults changed by the
+	// fields given, every field set, not the old config changed by them.
+	base, err := s.b.StreamDefaults(q.ctx, q.basin)
+	if err != nil {
+		writeError(q.w, err)
+		return
+	}
+	after, err := s.b.ReconfigureStream(q.ctx, q.basin, q.name, base.Merge(cfg))
 	if err != nil {
 		writeError(q.w, err)
 		return
@@ -302,10 +302,18 @@ func (s *Server) reconfigureStream(q *request) {
 		writeError(q.w, err)
 		return
 	}
-	r, err := s2api.DecodeStreamConfigJSON(body)
+	r, reset, err := s2api.DecodeStreamReconfigurationJSON(body)
 	if err != nil {
 		writeError(q.w, err)
 		return
+	}
+	if len(reset) > 0 { // fields sent as null go back to their defaults
+		base, err := s.b.StreamDefaults(q.ctx, q.basin)
+		if err != nil {
+			writeError(q.w, err)
+			return
+		}
+		r = r.ResetFrom(base, reset)
 	}
 	cfg, err := s.b.ReconfigureStream(q.ctx, q.basin, q.name, r)
 	if err != nil {

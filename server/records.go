@@ -151,11 +151,19 @@ func responseCompression(r *http.Request) s2api.Compression {
 const compressThreshold = 1024
 
 // frameWriter writes S2S frames with a deadline per write.
+//
+// A read session's deadline stays set after a write until the next one moves it: its
+// heartbeats come well within the timeout, and on HTTP/2 a write can return before the
+// client has taken the data, so a deadline left set is what ends the session of a client that
+// stopped reading. An append session writes only when the client sends, and may idle for
+// longer than the timeout: idle clears the deadline after each write (on HTTP/2 a deadline
+// that passes resets the stream even with nothing being written).
 type frameWriter struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	comp  s2api.Compression
 	tmo   time.Duration
+	idle  bool
 	buf   []byte
 	proto []byte
 }
@@ -169,20 +177,14 @@ func (fw *frameWriter) write(f s2api.Frame) error {
 	if err != nil {
 		return err
 	}
-	defer armWrite(fw.rc, fw.tmo)()
+	_ = fw.rc.SetWriteDeadline(time.Now().Add(fw.tmo))
+	if fw.idle {
+		defer func() { _ = fw.rc.SetWriteDeadline(time.Time{}) }()
+	}
 	if _, err := fw.w.Write(fw.buf); err != nil {
 		return err
 	}
 	return fw.rc.Flush()
-}
-
-// armWrite sets a write deadline of tmo for one write and its flush, and returns the call that
-// clears it. A session's writes are bounded one by one, and no deadline may stay set between
-// them: on HTTP/2 a deadline that passes resets the stream even when nothing is being
-// written, which would end an append session idle for longer than tmo.
-func armWrite(rc *http.ResponseController, tmo time.Duration) (disarm func()) {
-	_ = rc.SetWriteDeadline(time.Now().Add(tmo))
-	return func() { _ = rc.SetWriteDeadline(time.Time{}) }
 }
 
 func (s *Server) appendSession(q *request) {
@@ -194,7 +196,7 @@ func (s *Server) appendSession(q *request) {
 	_ = rc.SetWriteDeadline(time.Time{})
 	q.w.Header().Set("Content-Type", ctS2S)
 	q.w.WriteHeader(http.StatusOK)
-	fw := &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout}
+	fw := &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout, idle: true}
 	if err := rc.Flush(); err != nil {
 		return
 	}
@@ -404,7 +406,6 @@ func (k *sseSink) start(s *Server, q *request) error {
 	k.s = s
 	k.rc = http.NewResponseController(q.w)
 	_ = k.rc.SetReadDeadline(time.Time{})
-	defer armWrite(k.rc, s.opts.writeTimeout)()
 	h := q.w.Header()
 	h.Set("Content-Type", ctSSE)
 	h.Set("Cache-Control", "no-cache")
@@ -415,7 +416,7 @@ func (k *sseSink) start(s *Server, q *request) error {
 }
 
 func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) error {
-	defer armWrite(k.rc, k.s.opts.writeTimeout)()
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
 	var err error
 	if n := len(b.Records); n > 0 {
 		err = k.sse.Batch(b, k.format, b.Records[n-1].SeqNum, k.baseRecords+totalRecords, k.baseBytes+totalBytes)
@@ -429,7 +430,7 @@ func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) err
 }
 
 func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
-	defer armWrite(k.rc, k.s.opts.writeTimeout)()
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
 	if err := k.sse.Ping(uint64(k.s.opts.now().UnixMilli()), &tail); err != nil {
 		return err
 	}
@@ -437,7 +438,7 @@ func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
 }
 
 func (k *sseSink) fail(err error) {
-	defer armWrite(k.rc, k.s.opts.writeTimeout)()
+	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
 	if k.sse.Error(err) == nil {
 		_ = k.rc.Flush()
 	}

@@ -205,6 +205,20 @@ func (b *Backend) ListStreams(_ context.Context, basinName string, req s2api.Lis
 	return s2api.ListStreamsResponse{Streams: out, HasMore: more}, nil
 }
 
+func (b *Backend) StreamDefaults(_ context.Context, basinName string) (s2api.StreamConfig, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bs, err := b.basin(basinName)
+	if err != nil {
+		return s2api.StreamConfig{}, err
+	}
+	eff := defaults()
+	if bs.cfg.DefaultStreamConfig != nil {
+		eff = eff.Merge(*bs.cfg.DefaultStreamConfig)
+	}
+	return eff, nil
+}
+
 func (b *Backend) GetStreamConfig(_ context.Context, basinName, name string) (s2api.StreamConfig, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

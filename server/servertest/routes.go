@@ -3,6 +3,7 @@ package servertest
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -40,7 +41,28 @@ func testBasinRoutes(t *testing.T, fac Factory) {
 		`{"create_stream_on_append":true,"create_stream_on_read":false}`)
 	expect(t, "reconfigure", env.do(t, "PATCH", "/v1/basins/second-basin", nil, []byte(`{"create_stream_on_read":true}`)), 200,
 		`{"create_stream_on_append":true,"create_stream_on_read":true}`)
-	expect(t, "ensure existing", env.do(t, "PUT", "/v1/basins/second-basin", nil, nil), 200, "")
+	// An ensure has PUT's meaning: the config becomes the one given, or the defaults.
+	r = env.do(t, "PUT", "/v1/basins/second-basin", nil, []byte(`{"config":{"create_stream_on_read":true,"default_stream_config":{"retention_policy":{"age":77}}}}`))
+	expect(t, "ensure existing with a config", r, 200, "")
+	if got := r.header.Get("S2-Provision-Result"); got != "updated" {
+		t.Errorf("ensure with a config: S2-Provision-Result %q, want updated", got)
+	}
+	expect(t, "ensured config", env.do(t, "GET", "/v1/basins/second-basin", nil, nil), 200,
+		`{"default_stream_config":{"retention_policy":{"age":77}},"create_stream_on_append":false,"create_stream_on_read":true}`)
+	expect(t, "reconfigure a null default", env.do(t, "PATCH", "/v1/basins/second-basin", nil, []byte(`{"default_stream_config":null,"create_stream_on_append":true}`)), 200,
+		`{"create_stream_on_append":true,"create_stream_on_read":true}`)
+	r = env.do(t, "PUT", "/v1/basins/second-basin", nil, nil)
+	expect(t, "ensure existing without a config", r, 200, "")
+	if got := r.header.Get("S2-Provision-Result"); got != "updated" {
+		t.Errorf("ensure without a config: S2-Provision-Result %q, want updated", got)
+	}
+	expect(t, "defaults", env.do(t, "GET", "/v1/basins/second-basin", nil, nil), 200,
+		`{"create_stream_on_append":false,"create_stream_on_read":false}`)
+	r = env.do(t, "PUT", "/v1/basins/second-basin", nil, nil)
+	if got := r.header.Get("S2-Provision-Result"); got != "noop" {
+		t.Errorf("ensure again: S2-Provision-Result %q, want noop", got)
+	}
+	expect(t, "reconfigure back", env.do(t, "PATCH", "/v1/basins/second-basin", nil, []byte(`{"create_stream_on_append":true,"create_stream_on_read":true}`)), 200, "")
 	expect(t, "ensure new", env.do(t, "PUT", "/v1/basins/third-basin", nil, []byte(`{}`)), 201, "")
 	// An invalid default stream config is refused whichever way it comes, not kept for
 	// every stream created in the basin to fail with.
@@ -90,9 +112,12 @@ func testStreamRoutes(t *testing.T, fac Factory) {
 		status int
 		result string
 	}{
-		{`{"retention_policy":{"age":5}}`, 201, "created"},
+		{`{"retention_policy":{"age":5},"timestamping":{"mode":"arrival"}}`, 201, "created"},
+		{`{"retention_policy":{"age":5},"timestamping":{"mode":"arrival"}}`, 200, "noop"},
+		// PUT's meaning: what the ensure does not give goes back to its default.
 		{`{"retention_policy":{"age":6}}`, 200, "updated"},
 		{`{"retention_policy":{"age":6}}`, 200, "noop"},
+		{``, 200, "updated"},
 		{``, 200, "noop"},
 	} {
 		r := env.do(t, "PUT", "/v1/streams/x", nil, []byte(c.body))
@@ -100,10 +125,28 @@ func testStreamRoutes(t *testing.T, fac Factory) {
 		if got := r.header.Get("S2-Provision-Result"); got != c.result {
 			t.Errorf("ensure %s: S2-Provision-Result %q, want %q", c.body, got, c.result)
 		}
+		if c.body == `{"retention_policy":{"age":6}}` {
+			got, _ := env.Backend.GetStreamConfig(t.Context(), testBasin, "x")
+			if got.RetentionPolicy.AgeSecs != 6 || *got.Timestamping.Mode != s2api.TimestampingClientPrefer {
+				t.Errorf("ensure %s gave %s", c.body, mustMarshal(t, got))
+			}
+		}
 	}
-	got, _ := env.Backend.GetStreamConfig(t.Context(), testBasin, "x")
-	if got.RetentionPolicy.AgeSecs != 6 {
-		t.Errorf("ensure did not reconfigure: %+v", got.RetentionPolicy)
+	defaults, err := env.Backend.StreamDefaults(t.Context(), testBasin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := env.Backend.GetStreamConfig(t.Context(), testBasin, "x"); mustMarshal(t, got) != mustMarshal(t, defaults) {
+		t.Errorf("ensure without a config gave %s, want the defaults %s", mustMarshal(t, got), mustMarshal(t, defaults))
+	}
+	// A reconfiguration's null resets a field to its default; an absent field stays.
+	expect(t, "reconfigure", env.do(t, "PATCH", "/v1/streams/x", nil, []byte(`{"retention_policy":{"age":9},"timestamping":{"mode":"arrival","uncapped":true}}`)), 200, "")
+	r = env.do(t, "PATCH", "/v1/streams/x", nil, []byte(`{"retention_policy":null,"timestamping":{"mode":null}}`))
+	expect(t, "reconfigure nulls", r, 200, "")
+	var nulled s2api.StreamConfig
+	mustJSON(t, r.body, &nulled)
+	if mustMarshal(t, nulled.RetentionPolicy) != mustMarshal(t, defaults.RetentionPolicy) || *nulled.Timestamping.Mode != *defaults.Timestamping.Mode || !*nulled.Timestamping.Uncapped {
+		t.Errorf("reconfigure with nulls gave %s (defaults %s)", r.body, mustMarshal(t, defaults))
 	}
 	for _, n := range []string{"x2", "y"} {
 		env.createStream(t, n)
@@ -357,4 +400,13 @@ func testRequestToken(t *testing.T, fac Factory) {
 	b1 := env.do(t, "POST", "/v1/basins", hdr, []byte(`{"basin":"idem-basin"}`))
 	expect(t, "create basin", b1, 201, "")
 	expect(t, "retry basin", env.do(t, "POST", "/v1/basins", hdr, []byte(`{"basin":"idem-basin"}`)), 201, string(b1.body))
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
