@@ -378,3 +378,93 @@ func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 		after = bs[len(bs)-1]
 	}
 }
+
+// GoneStreams lists the streams that have objects in the store but no manifest (or only a
+// deleted stream's tombstone): what a deletion cut short, or a producer's upload that landed
+// after it, left behind for the collector (gc.Collector.Pass sweeps such a stream). It walks
+// the root namespace and every basin's directory, whether or not the basin still has its
+// marker (a deleted basin's streams are gone too).
+func GoneStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
+	var gone []Stream
+	visit := func(st Stream) { gone = append(gone, st) }
+	if err := walkGone(ctx, s, "", visit); err != nil {
+		return nil, err
+	}
+	after := "basins/"
+	for {
+		page, err := s.List(ctx, "basins/", after, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(page.Objects) == 0 {
+			return gone, nil
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(page.Objects[0].Key, "basins/"), "/")
+		if ValidateBasinName(name) == nil {
+			if err := walkGone(ctx, s, name, visit); err != nil {
+				return nil, err
+			}
+		}
+		after = "basins/" + name + "0" // past this basin's keys: '0' sorts after '/'
+	}
+}
+
+// walkGone calls visit for each stream directory under basin's streams root that holds data
+// or segment objects but no manifest with content. The walk lists each directory's first data
+// and segment object and its manifest, and skips the rest of its runs (as ListStreams does).
+func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func(Stream)) error {
+	root := streamsRoot(basin)
+	after := root
+	cur, live, objects := "", false, false
+	flush := func() {
+		if cur != "" && objects && !live {
+			if name, err := DecodeDir(cur); err == nil {
+				if st, err := Locate(basin, name); err == nil {
+					visit(st)
+				}
+			}
+		}
+		cur, live, objects = "", false, false
+	}
+	for {
+		page, err := s.List(ctx, root, after, listPageSize)
+		if err != nil {
+			return err
+		}
+		for _, o := range page.Objects {
+			key := o.Key
+			if key <= after {
+				continue // inside a run skipped below
+			}
+			enc, tail, ok := cutDir(strings.TrimPrefix(key, root))
+			if !ok {
+				after = key
+				continue
+			}
+			if enc != cur {
+				flush()
+				cur = enc
+			}
+			switch {
+			case tail == "manifest":
+				live = o.Size > 0 // an empty object is a deleted stream's tombstone
+				after = key
+			case strings.HasPrefix(tail, "data/"):
+				objects = true
+				after = root + enc + "/data0" // '0' sorts after '/': past the run
+			case strings.HasPrefix(tail, "manifest.seg/"):
+				objects = true
+				after = root + enc + "/manifest.seg0"
+			default:
+				after = key
+			}
+		}
+		if page.NextStartAfter == "" {
+			flush()
+			return nil
+		}
+		if page.NextStartAfter > after {
+			after = page.NextStartAfter
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -257,4 +259,68 @@ func TestListStreamsRequests(t *testing.T) {
 		t.Fatalf("%d List requests for %d streams, want at most %d", s.lists, n+1, limit)
 	}
 	t.Logf("%d List requests for %d streams and %d objects", s.lists, n+1, 2*n+2501)
+}
+
+// GoneStreams lists exactly the stream directories that hold data or segment objects but no
+// manifest with content: in the root namespace and in every basin directory, with or without
+// its marker, long names included; live streams and tombstones without objects are not.
+func TestGoneStreams(t *testing.T) {
+	ctx := context.Background()
+	s := objectstore.NewMemStore()
+	long := strings.Repeat("n", 400) // cut into several path segments
+	type dir struct {
+		basin, name             string
+		manifest, data, seg     bool
+		tombstone, marker, gone bool
+	}
+	dirs := []dir{
+		{name: "live", manifest: true, data: true, seg: true},
+		{name: "deleted", data: true, gone: true},
+		{name: "segments-only", seg: true, gone: true},
+		{name: "tombstoned", tombstone: true, data: true, gone: true},
+		{name: "tombstone-only", tombstone: true},
+		{name: long, data: true, gone: true},
+		{name: long + "x", manifest: true, data: true},
+		{basin: "has-marker", marker: true, name: "a", data: true, gone: true},
+		{basin: "has-marker", marker: true, name: "b", manifest: true, data: true},
+		{basin: "no-marker", name: "a", data: true, gone: true},
+		{basin: "no-marker-2", name: "z/y", seg: true, data: true, gone: true},
+	}
+	var want []Stream
+	for _, d := range dirs {
+		st, err := Locate(d.basin, d.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.marker {
+			mustPut(t, s, BasinMarker(d.basin))
+		}
+		if d.manifest {
+			mustPut(t, s, st.ManifestPath)
+		}
+		if d.tombstone {
+			if _, err := objectstore.PutBytes(ctx, s, st.ManifestPath, nil, objectstore.Unconditional()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; d.data && i < 3; i++ {
+			mustPut(t, s, fmt.Sprintf("%s/%028x", st.DataPrefix, i))
+		}
+		for i := 0; d.seg && i < 3; i++ {
+			mustPut(t, s, fmt.Sprintf("%s.seg/%d", st.ManifestPath, i))
+		}
+		if d.gone {
+			want = append(want, st)
+		}
+	}
+	got, err := GoneStreams(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(st Stream) string { return st.Basin + "|" + st.Name }
+	sort.Slice(got, func(i, j int) bool { return key(got[i]) < key(got[j]) })
+	sort.Slice(want, func(i, j int) bool { return key(want[i]) < key(want[j]) })
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("gone streams:\n got %v\nwant %v", got, want)
+	}
 }

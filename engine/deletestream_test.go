@@ -3,10 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
@@ -162,4 +166,98 @@ func TestConcurrentDeleteStreamNotExist(t *testing.T) {
 	if _, err := e.DeleteStream(ctx, "", "s"); !errors.Is(err, manifest.ErrNotExist) {
 		t.Fatalf("DeleteStream of a stream deleted concurrently: %v, want manifest.ErrNotExist", err)
 	}
+}
+
+// failDataDelete fails the first Delete of a key under prefix.
+type failDataDelete struct {
+	objectstore.Store
+	prefix string
+	failed atomic.Bool
+}
+
+func (f *failDataDelete) Delete(ctx context.Context, key string) error {
+	if strings.HasPrefix(key, f.prefix) && f.failed.CompareAndSwap(false, true) {
+		return objectstore.NewOpError("delete", key, nil, errors.New("injected 503"))
+	}
+	return f.Store.Delete(ctx, key)
+}
+
+// What DeleteStream cannot remove (a failed delete here; an upload that lands after the
+// deletion likewise) is left to the collector, as its error says: the stream has no manifest
+// any more, so catalog.GoneStreams finds it, and a pass over it sweeps its objects once they
+// are older than the grace period. Live streams are not listed as gone, and their objects stay.
+func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := catalog.Locate("", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &failDataDelete{Store: objectstore.NewMemStore(), prefix: st.DataPrefix + "/"}
+		cfg := DefaultConfig()
+		cfg.Store = store
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close(ctx)
+		for _, name := range []string{"s", "kept"} {
+			if _, err := e.CreateStream(ctx, "", name, manifest.DefaultConfig()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Append(ctx, "", name, records(2, "x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.DeleteStream(ctx, "", "s"); err == nil || !strings.Contains(err.Error(), "collector will retry") {
+			t.Fatalf("DeleteStream with a failing object delete: %v", err)
+		}
+		left := func(prefix string) (keys []string) {
+			if err := objectstore.ListAll(ctx, store, prefix, func(o objectstore.ObjectInfo) error {
+				keys = append(keys, o.Key)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return keys
+		}
+		if len(left(st.DataPrefix+"/")) == 0 {
+			t.Fatal("the injected failure left nothing behind")
+		}
+		gone, err := catalog.GoneStreams(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gone) != 1 || gone[0] != st {
+			t.Fatalf("gone streams %+v, want only %+v", gone, st)
+		}
+		gcfg := gc.DefaultConfig()
+		gcfg.GracePeriod = time.Minute
+		col, err := gc.NewCollector(store, gcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Within the grace period nothing goes; after it, everything the stream left.
+		if _, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix); !errors.Is(err, gc.ErrStreamNotFound) {
+			t.Fatalf("pass over a deleted stream: %v", err)
+		}
+		if len(left(st.DataPrefix+"/")) == 0 {
+			t.Fatal("swept within the grace period")
+		}
+		time.Sleep(2 * time.Minute)
+		rep, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix)
+		if !errors.Is(err, gc.ErrStreamNotFound) || rep.Deleted == 0 {
+			t.Fatalf("pass after the grace period: deleted %d, %v", rep.Deleted, err)
+		}
+		if keys := left(st.DataPrefix + "/"); len(keys) > 0 {
+			t.Fatalf("left after the sweep: %v", keys)
+		}
+		if gone, err := catalog.GoneStreams(ctx, store); err != nil || len(gone) != 0 {
+			t.Fatalf("gone streams after the sweep: %+v, %v", gone, err)
+		}
+		kept, _ := catalog.Locate("", "kept")
+		if len(left(kept.DataPrefix+"/")) == 0 {
+			t.Fatal("a live stream's objects went")
+		}
+	})
 }

@@ -260,20 +260,16 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	log := c.cfg.Logger.With("manifest", manifestPath)
 
 	// No manifest, or the tombstone a delete_on_empty left (see manifest.Create): the stream
-	// is gone. An earlier deletion may have been cut short before removing the probe.
+	// is gone, and what it left behind is swept.
 	head, err := c.store.Head(ctx, manifestPath)
-	if errors.Is(err, objectstore.ErrNotFound) {
-		return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
+	if gone := errors.Is(err, objectstore.ErrNotFound); gone || (err == nil && head.Size == 0) {
+		if err := c.sweepGone(ctx, s, st, log, &rep); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("%w: %s (deleted)", ErrStreamNotFound, manifestPath)
 	}
 	if err != nil {
 		return rep, fmt.Errorf("gc: head manifest %s: %w", manifestPath, err)
-	}
-	if head.Size == 0 {
-		if err := c.store.Delete(ctx, ProbeKey(dataPrefix)); err != nil {
-			log.Warn("deleted stream: probe left behind", "key", ProbeKey(dataPrefix), "err", err)
-		}
-		c.forget(s)
-		return rep, fmt.Errorf("%w: %s (deleted)", ErrStreamNotFound, manifestPath)
 	}
 
 	// 1. Retention: drop entries from the manifest.
@@ -407,6 +403,72 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	log.Debug("gc pass", "listed", rep.Listed, "deleted", rep.Deleted, "young", rep.Young, "referenced", rep.Referenced,
 		"delete_errors", rep.DeleteErrors)
 	return rep, nil
+}
+
+// sweepGone collects what a deleted stream left behind (catalog.GoneStreams finds such
+// streams): a deletion cut short, or an upload that landed after it. Nothing references these
+// objects, as the stream has no manifest; each batch or segment object older than the grace
+// period by the store's clock goes. A stream created again under the name meanwhile has a
+// manifest and only younger objects: the sweep stops when it sees the manifest, and would
+// spare those objects anyway. The clock's probe, left under the prefix, goes at the end.
+func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report) error {
+	defer func() {
+		if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+			log.Warn("deleted stream: probe left behind", "key", ProbeKey(s.DataPrefix), "err", err)
+		}
+	}()
+	storeNow, err := c.storeClock(ctx, s.DataPrefix)
+	if err != nil {
+		return err
+	}
+	cutoff := storeNow.Add(-c.cfg.GracePeriod)
+	if info, err := c.store.Head(ctx, s.ManifestPath); err == nil && info.Size > 0 {
+		return nil // created again: the next pass is a normal one
+	} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+		return fmt.Errorf("gc: head manifest %s: %w", s.ManifestPath, err)
+	}
+	budget := c.cfg.MaxDeletesPerPass
+	consider := func(o objectstore.ObjectInfo, ours bool) {
+		switch {
+		case o.Key == ProbeKey(s.DataPrefix):
+		case !ours:
+			rep.Foreign++
+		case o.ModTime.IsZero() || !o.ModTime.Before(cutoff):
+			rep.Young++
+		case budget > 0:
+			budget--
+			if err := c.store.Delete(ctx, o.Key); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+				rep.DeleteErrors++
+				c.m.deleteErrors.Inc()
+				log.Warn("delete failed; retrying next pass", "key", o.Key, "err", err)
+				return
+			}
+			rep.Deleted++
+			c.m.deleted.Inc()
+		}
+	}
+	listBudget := c.cfg.MaxListPerPass
+	segPrefix := manifest.SegmentPrefix(s.ManifestPath)
+	wrappedData, err := c.sweep(ctx, s.DataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+		consider(o, IsBatchKey(s.DataPrefix, o.Key))
+	})
+	if err != nil {
+		return err
+	}
+	wrappedSeg, err := c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+		consider(o, IsSegmentKey(s.ManifestPath, o.Key))
+	})
+	if err != nil {
+		return err
+	}
+	rep.Wrapped = wrappedData || wrappedSeg
+	if rep.Deleted > 0 {
+		log.Info("deleted stream: swept what it left behind", "deleted", rep.Deleted, "young", rep.Young)
+	}
+	if wrappedData && wrappedSeg && rep.Young == 0 && rep.DeleteErrors == 0 {
+		c.forget(s)
+	}
+	return nil
 }
 
 // sweep lists prefix after *after, within *budget objects, calling fn for each. It reports

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 type gcFlags struct {
@@ -107,7 +109,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	if err != nil {
 		return fmt.Errorf("invalid gc flags: %w", err)
 	}
-	streams, err := catalog.AllStreams(ctx, e.store)
+	streams, err := gcStreams(ctx, e.store)
 	if err != nil {
 		return fmt.Errorf("listing streams in store %s: %w", redactURL(e.g.store), err)
 	}
@@ -135,4 +137,18 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 		return fmt.Errorf("gc: %d of %d streams failed (see their \"error\")", failed, len(streams))
 	}
 	return nil
+}
+
+// gcStreams lists what the collector visits: every stream, then every deleted stream that
+// left objects behind (catalog.GoneStreams), which a pass sweeps.
+func gcStreams(ctx context.Context, store objectstore.Store) ([]catalog.Stream, error) {
+	all, err := catalog.AllStreams(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	gone, err := catalog.GoneStreams(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	return append(all, gone...), nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -144,7 +143,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		gcfg.Logger = log
 		gcfg.Registerer = reg
 		gcRunner, err = gc.Run(ctx, store, gcfg, func(ctx context.Context) ([]gc.Stream, error) {
-			all, err := catalog.AllStreams(ctx, store)
+			all, err := gcStreams(ctx, store)
 			if err != nil {
 				return nil, err
 			}
