@@ -353,6 +353,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 			continue
 		}
 		if err != nil {
+			log.Warn("retrying a failed delete: head failed; next pass", "key", key, "err", err)
 			continue
 		}
 		info.Key = key // judge the key this loop holds, whatever Head filled in
