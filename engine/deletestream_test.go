@@ -41,21 +41,7 @@ func TestDeleteStreamFailureClosesProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &failManifestDelete{Store: objectstore.NewMemStore(), key: st.ManifestPath}
-	cfg := DefaultConfig()
-	cfg.Store = store
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Append(ctx, "", "s", records(1, "a")); err != nil {
-		t.Fatal(err)
-	}
-	e.mu.Lock()
-	op := e.producers[streamKey{"", "s"}]
-	e.mu.Unlock()
+	e, op := withProducer(t, store)
 	if op == nil {
 		t.Fatal("no producer after an append")
 	}
@@ -103,21 +89,7 @@ func TestCloseDuringDeleteStreamClosesProducer(t *testing.T) {
 	}
 	store := &blockDelete{Store: objectstore.NewMemStore(), key: st.ManifestPath,
 		entered: make(chan struct{}), release: make(chan struct{})}
-	cfg := DefaultConfig()
-	cfg.Store = store
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Append(ctx, "", "s", records(1, "a")); err != nil {
-		t.Fatal(err)
-	}
-	e.mu.Lock()
-	op := e.producers[streamKey{"", "s"}]
-	e.mu.Unlock()
+	e, op := withProducer(t, store)
 	done := make(chan error, 1)
 	go func() { _, err := e.DeleteStream(ctx, "", "s"); done <- err }()
 	<-store.entered
@@ -260,4 +232,26 @@ func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
 			t.Fatal("a live stream's objects went")
 		}
 	})
+}
+
+// withProducer starts an engine on store (the caller closes it) with a stream "s" that has an
+// open producer, after one append, and returns the producer.
+func withProducer(t *testing.T, store objectstore.Store) (*Engine, *openProducer) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.Store = store
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "", "s", records(1, "a")); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e, e.producers[streamKey{"", "s"}]
 }
