@@ -2,15 +2,19 @@ package objectstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -41,6 +46,11 @@ type S3Config struct {
 	HTTPClient *http.Client
 	// Logger, if nil, discards.
 	Logger *slog.Logger
+	// TrustConditionalWrites skips the check that the server honours If-None-Match and
+	// If-Match, which the store otherwise makes once, before its first conditional put (a
+	// server that ignores them would turn every create-only or compare-and-swap put into an
+	// overwrite). For tests against fakes.
+	TrustConditionalWrites bool
 }
 
 // S3Store is a Store on an S3 bucket (AWS or S3-compatible), using aws-sdk-go-v2. Keys are
@@ -77,6 +87,11 @@ type S3Store struct {
 	logger  *slog.Logger
 	closed  atomic.Bool
 	httpCli *http.Client // non-nil when the store owns idle connections to close
+
+	trustCond bool
+	condMu    sync.Mutex
+	condOK    bool  // the server honours conditional puts
+	condErr   error // it does not: every conditional put fails with this
 }
 
 // NewS3Store creates an S3 store. It loads credentials and region from the standard chain
@@ -123,8 +138,38 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 		}
 		o.UsePathStyle = cfg.PathStyle
 		o.DisableLogOutputChecksumValidationSkipped = true
+		o.APIOptions = append(o.APIOptions, unsignedAcceptEncoding)
 	})
-	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient}, nil
+	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, trustCond: cfg.TrustConditionalWrites}, nil
+}
+
+// unsignedAcceptEncoding leaves the Accept-Encoding header the SDK sends out of the request's
+// signature: a proxy in front of the server may change it (Google Cloud Storage's front end
+// appends "gzip(gfe)"), and the server would then refuse every request as badly signed
+// (aws/aws-sdk-go-v2#1816). The header is taken off before signing and put back after.
+func unsignedAcceptEncoding(stack *middleware.Stack) error {
+	type saved struct{}
+	drop := middleware.FinalizeMiddlewareFunc("SluiceDropAcceptEncoding", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		if req, ok := in.Request.(*smithyhttp.Request); ok {
+			if v := req.Header.Get("Accept-Encoding"); v != "" {
+				ctx = middleware.WithStackValue(ctx, saved{}, v)
+				req.Header.Del("Accept-Encoding")
+			}
+		}
+		return next.HandleFinalize(ctx, in)
+	})
+	restore := middleware.FinalizeMiddlewareFunc("SluiceRestoreAcceptEncoding", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		if req, ok := in.Request.(*smithyhttp.Request); ok {
+			if v, _ := middleware.GetStackValue(ctx, saved{}).(string); v != "" {
+				req.Header.Set("Accept-Encoding", v)
+			}
+		}
+		return next.HandleFinalize(ctx, in)
+	})
+	if err := stack.Finalize.Insert(drop, "Signing", middleware.Before); err != nil {
+		return err
+	}
+	return stack.Finalize.Insert(restore, "Signing", middleware.After)
 }
 
 func validateBucket(b string) error {
@@ -226,6 +271,14 @@ func notSent(err error) bool {
 	return errors.As(err, &dnsErr)
 }
 
+// sentTrace returns ctx with a trace that records whether a request's headers were written:
+// until they are, a failure (a TLS handshake refused, an https endpoint that speaks http)
+// cannot have reached the server.
+func sentTrace(ctx context.Context) (context.Context, *atomic.Bool) {
+	var wrote atomic.Bool
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}), &wrote
+}
+
 // readErr classifies errors of idempotent operations.
 func (s *S3Store) readErr(op, key string, err error) error {
 	switch st := status(err); {
@@ -237,14 +290,19 @@ func (s *S3Store) readErr(op, key string, err error) error {
 	return NewOpError(op, key, nil, err)
 }
 
-// putErr classifies PutObject errors; body is the request body reader.
-func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, err error) error {
+// putErr classifies PutObject errors; body is the request body reader, and wrote tells
+// whether the request's headers were written.
+func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, wrote bool, err error) error {
 	if body.err != nil {
 		// The body failed before it was complete: the server cannot have stored the object.
 		return NewOpError("put", key, nil, body.err)
 	}
 	st := status(err)
 	switch {
+	case cond != (PutCondition{}) && (st == http.StatusNotImplemented || apiCode(err) == "NotImplemented"):
+		// A definite refusal ("a header you provided implies functionality that is not
+		// implemented"): nothing was stored, and no conditional put will work here.
+		return NewOpError("put", key, ErrConditionsUnsupported, err)
 	case st == http.StatusPreconditionFailed:
 		return NewOpError("put", key, ErrPreconditionFailed, err)
 	case st == http.StatusConflict && apiCode(err) == "ConditionalRequestConflict":
@@ -256,7 +314,7 @@ func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, err e
 		return NewOpError("put", key, ErrOutcomeUnknown, err)
 	case st != 0:
 		return NewOpError("put", key, nil, err)
-	case notSent(err):
+	case notSent(err) || !wrote:
 		return NewOpError("put", key, nil, err)
 	}
 	// No response: the request may have been applied.
@@ -355,6 +413,77 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 	if size < 0 {
 		return ObjectInfo{}, NewOpError("put", key, nil, errNegativeSize)
 	}
+	if cond != (PutCondition{}) {
+		if err := s.checkConditions(ctx, key); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
+	return s.put(ctx, key, body, size, cond)
+}
+
+// checkConditions makes sure, once per store, that the server honours conditional puts: some
+// S3-compatible servers (and older versions of many) accept If-None-Match and If-Match and
+// ignore them, which would turn the manifest's create-only and compare-and-swap writes into
+// overwrites without a sign. Next to key (where the caller may write), it puts an object
+// create-only twice and then with a version it cannot have, expects both of the later puts to
+// be refused, and deletes the object. A server found to ignore a condition fails every
+// conditional put with ErrConditionsUnsupported; a check that cannot finish (the store
+// unreachable) fails this put only, and is made again with the next.
+func (s *S3Store) checkConditions(ctx context.Context, key string) error {
+	if s.trustCond {
+		return nil
+	}
+	s.condMu.Lock()
+	defer s.condMu.Unlock()
+	if s.condOK || s.condErr != nil {
+		return s.condErr
+	}
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	probe := key + ".sluice-condcheck." + hex.EncodeToString(r[:])
+	defer func() {
+		if _, err := s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &probe}); err != nil && status(err) != http.StatusNotFound {
+			s.logger.Warn("objectstore: s3: conditional-write check: deleting its object failed", "key", probe, "err", err)
+		}
+	}()
+	put := func(cond PutCondition) error {
+		_, err := s.put(ctx, probe, strings.NewReader("x"), 1, cond)
+		return err
+	}
+	checking := func(err error) error {
+		return fmt.Errorf("objectstore: s3: checking that the server honours conditional writes: %w", err)
+	}
+	if err := put(PutCondition{IfAbsent: true}); err != nil {
+		if errors.Is(err, ErrConditionsUnsupported) {
+			s.condErr = err
+		}
+		return checking(err)
+	}
+	for _, c := range []struct {
+		cond PutCondition
+		what string
+	}{
+		{PutCondition{IfAbsent: true}, "If-None-Match: * (a create-only put of an existing object succeeded)"},
+		{PutCondition{IfMatch: `"sluice-condcheck-no-such-version"`}, "If-Match (a put on a version the object never had succeeded)"},
+	} {
+		switch err := put(c.cond); {
+		case err == nil:
+			s.condErr = NewOpError("put", key, ErrConditionsUnsupported, fmt.Errorf("server %s ignores %s", s.bucket, c.what))
+			s.logger.Error("objectstore: s3: the server ignores conditional writes; refusing them", "bucket", s.bucket, "ignored", c.what)
+			return s.condErr
+		case errors.Is(err, ErrPreconditionFailed):
+		case errors.Is(err, ErrConditionsUnsupported):
+			s.condErr = err
+			return err
+		default:
+			return checking(err)
+		}
+	}
+	s.condOK = true
+	return nil
+}
+
+func (s *S3Store) put(ctx context.Context, key string, body io.Reader, size int64, cond PutCondition) (ObjectInfo, error) {
 	sr := newSizedReader(body, size)
 	in := &s3.PutObjectInput{
 		Bucket:        &s.bucket,
@@ -368,12 +497,13 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 	case cond.IfMatch != "":
 		in.IfMatch = aws.String(cond.IfMatch)
 	}
-	out, err := s.client.PutObject(ctx, in,
+	tctx, wrote := sentTrace(ctx)
+	out, err := s.client.PutObject(tctx, in,
 		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware),
 		func(o *s3.Options) { o.RetryMaxAttempts = 1 },
 	)
 	if err != nil {
-		return ObjectInfo{}, s.putErr(key, cond, sr, err)
+		return ObjectInfo{}, s.putErr(key, cond, sr, wrote.Load(), err)
 	}
 	if sr.err != nil {
 		return ObjectInfo{}, NewOpError("put", key, ErrOutcomeUnknown, sr.err)

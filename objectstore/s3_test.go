@@ -23,8 +23,20 @@ func TestS3Conformance(t *testing.T) {
 	})
 }
 
-// fakeS3 answers every request with handler and counts requests.
+// fakeS3 answers every request with handler and counts requests. The store trusts the fake
+// with conditional puts (it does not check them first; fakeS3Checking does).
 func fakeS3(t *testing.T, handler http.HandlerFunc) (*objectstore.S3Store, *atomic.Int64) {
+	t.Helper()
+	return fakeS3Config(t, true, handler)
+}
+
+// fakeS3Checking is fakeS3 with the store's check of conditional writes on, as by default.
+func fakeS3Checking(t *testing.T, handler http.HandlerFunc) (*objectstore.S3Store, *atomic.Int64) {
+	t.Helper()
+	return fakeS3Config(t, false, handler)
+}
+
+func fakeS3Config(t *testing.T, trust bool, handler http.HandlerFunc) (*objectstore.S3Store, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +48,7 @@ func fakeS3(t *testing.T, handler http.HandlerFunc) (*objectstore.S3Store, *atom
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	s, err := objectstore.NewS3Store(context.Background(), objectstore.S3Config{
-		Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
+		Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true, TrustConditionalWrites: trust,
 	})
 	if err != nil {
 		t.Fatal(err)

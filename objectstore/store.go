@@ -63,6 +63,9 @@ var (
 	ErrNotModified = errors.New("objectstore: not modified")
 	// ErrOutcomeUnknown: a write may or may not have been applied.
 	ErrOutcomeUnknown = errors.New("objectstore: outcome unknown")
+	// ErrConditionsUnsupported: the store refuses conditional puts (If-None-Match,
+	// If-Match), or was found to ignore them; nothing that needs them can work on it.
+	ErrConditionsUnsupported = errors.New("objectstore: the store does not support conditional writes")
 	// ErrInvalidKey: the key is not acceptable (see ValidateKey).
 	ErrInvalidKey = errors.New("objectstore: invalid key")
 	// ErrClosed: the store was closed.
