@@ -16,6 +16,9 @@ import (
 // checkpoint on, following the tail. Acknowledgements advance the checkpoint: they are
 // collected in memory and written (a conditional manifest write) at most AckInterval after
 // the first pending one, as soon as AckRecords records are pending, and on Flush and Close.
+// A member whose stream was deleted (or replaced by a new generation, whose group of the same
+// name starts its epochs over) writes nothing more: Ack, Flush and Close return an error
+// matching manifest.ErrGenerationChanged.
 //
 // The checkpoint is the first seq_num not acknowledged: records acknowledged out of order
 // move it only once every record below them is acknowledged. Records the read skipped
@@ -28,6 +31,7 @@ type Consumer struct {
 	s     *Session
 	group string
 	epoch uint64
+	gen   [16]byte // the stream generation whose group this member joined
 
 	nextMu sync.Mutex // serialises Next
 
@@ -36,7 +40,7 @@ type Consumer struct {
 	written   uint64     // the checkpoint in the manifest, as far as we know
 	delivered uint64     // every seq_num below it was handed out (or skipped)
 	acked     []seqRange // acknowledged ranges above low, sorted, disjoint, not touching low
-	fenced    error      // sticky *FencedError
+	fenced    error      // sticky *FencedError, or manifest.ErrGenerationChanged
 	pendingAt time.Time  // when the first unwritten ack arrived (zero: none)
 	closed    bool
 
@@ -90,7 +94,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch,
+	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.onRefresh = c.checkState
@@ -219,6 +223,9 @@ func (c *Consumer) check() error {
 }
 
 func (c *Consumer) checkState(st *manifest.State) error {
+	if st.Generation != c.gen {
+		return c.setGone()
+	}
 	g, ok := st.Groups[c.group]
 	if ok && g.Epoch == c.epoch {
 		return nil
@@ -233,6 +240,19 @@ func (c *Consumer) setFenced(current uint64) error {
 		c.fenced = &FencedError{Group: c.group, Epoch: c.epoch, Current: current}
 		c.r.m.fenced.Inc()
 		c.r.cfg.Logger.Warn("fenced by a newer group member", "group", c.group, "epoch", c.epoch, "current", current)
+	}
+	return c.fenced
+}
+
+// setGone ends the membership for good: the stream was deleted (and perhaps created again,
+// with a group of the same name whose epochs start over), so no acknowledgement of this
+// member may reach it.
+func (c *Consumer) setGone() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenced == nil {
+		c.fenced = fmt.Errorf("consumer: group %q: %w: %s", c.group, manifest.ErrGenerationChanged, c.r.cfg.ManifestPath)
+		c.r.cfg.Logger.Warn("the stream was deleted; leaving its group", "group", c.group, "epoch", c.epoch)
 	}
 	return c.fenced
 }
@@ -260,6 +280,9 @@ func (c *Consumer) flush(ctx context.Context) error {
 	}
 	var stale *manifest.StaleEpochError
 	snap, err := manifest.Update(ctx, c.r.store, c.r.cfg.ManifestPath, func(st *manifest.State) error {
+		if st.Generation != c.gen {
+			return manifest.ErrGenerationChanged // checked below, as the state's
+		}
 		changed, err := st.SetCheckpoint(c.group, c.epoch, low)
 		if err != nil {
 			return err
@@ -270,6 +293,8 @@ func (c *Consumer) flush(ctx context.Context) error {
 		return nil
 	}, manifest.WithBackoff(c.r.cfg.Backoff))
 	switch {
+	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, manifest.ErrNotExist):
+		return c.setGone()
 	case errors.As(err, &stale):
 		return c.setFenced(stale.Current)
 	case errors.Is(err, manifest.ErrNoGroup):
