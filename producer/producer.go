@@ -504,8 +504,22 @@ func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
 // returns ctx's error after the goroutines have stopped. The store is not closed.
 func (p *Producer) Close(ctx context.Context) error {
 	// Stop Submit and Append (in that order, so no record is left in the client-side batch),
-	// then append Submit's last batch.
-	p.sub.mu.Lock()
+	// then append Submit's last batch. Whoever holds the submitter's lock may be waiting for
+	// buffer space that a stuck store never frees: if ctx ends first, the producer's context
+	// is cancelled, which ends that wait.
+	locked := make(chan struct{})
+	go func() {
+		p.sub.mu.Lock() // for Close, which unlocks it
+		close(locked)
+	}()
+	aborted := false
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		aborted = true
+		p.cancel()
+		<-locked
+	}
 	p.mu.Lock()
 	already := p.closing
 	p.closing = true
@@ -525,9 +539,12 @@ func (p *Producer) Close(ctx context.Context) error {
 	target := p.nextNum - 1
 	fatal := p.fatal
 	p.mu.Unlock()
-	if fatal != nil {
+	switch {
+	case fatal != nil:
 		err = fatal
-	} else {
+	case aborted:
+		err = fmt.Errorf("producer: close: %w", ctx.Err())
+	default:
 		err = p.waitResolved(ctx, target)
 	}
 	p.cancel()
