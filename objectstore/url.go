@@ -103,6 +103,36 @@ func escapePath(p string) string {
 
 var s3Params = []string{"endpoint", "region", "path_style"}
 
+// RedactURL returns raw with what may be a secret replaced by REDACTED: the user
+// information, and the values of query parameters whose names mention a secret, key, token
+// or password (a store URL takes none; one given by mistake must not be echoed).
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		u.RawQuery = "<unparsable query>"
+		return u.String()
+	}
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password") {
+			q.Set(k, "REDACTED")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
 // ParseURL parses a store URL (see the package documentation of Open) without touching any
 // backend. Errors are *URLError values naming every problem found.
 func ParseURL(raw string) (Location, error) {
@@ -133,7 +163,7 @@ func ParseURL(raw string) (Location, error) {
 		bad("%v", err)
 		return fail(raw)
 	}
-	shown := u.Redacted()
+	shown := RedactURL(raw)
 	if u.User != nil {
 		bad("credentials in the URL are not supported (use the environment or shared config)")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -264,6 +265,10 @@ func (s *Server) read(q *request) {
 			last, n, nb, err := s2api.ParseBatchEventID(id)
 			if err != nil {
 				writeError(q.w, err)
+				return
+			}
+			if last == math.MaxUint64 { // no record can follow it; last+1 would wrap to 0
+				writeError(q.w, s2api.Errorf(s2api.CodeBadHeader, "Last-Event-ID: seq_num %d has no successor", last))
 				return
 			}
 			// The ids this session sends go on counting from the resumed one's totals,

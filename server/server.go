@@ -369,7 +369,7 @@ func (s *Server) route(q *request) {
 			writeError(q.w, s2api.Errorf(s2api.CodeBadHeader, "missing S2-Basin header"))
 			return
 		}
-		if q.name != "" {
+		if strings.HasPrefix(q.route, "/streams/{s}") { // a name, even an empty one, is checked
 			if err := s2api.ValidateStreamName(q.name); err != nil {
 				writeError(q.w, err)
 				return

@@ -3,13 +3,14 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // envPrefix is the prefix of the environment variables that set flags.
@@ -124,28 +125,7 @@ func newLogger(level, format string) (*slog.Logger, error) {
 
 // redactURL hides credentials that a store URL might carry (user info, or query parameters
 // whose names suggest secrets), so that URLs can be logged.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	q := u.Query()
-	changed := false
-	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password") {
-			q.Set(k, "REDACTED")
-			changed = true
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
+func redactURL(raw string) string { return objectstore.RedactURL(raw) }
 
 // enumValue is a string flag that accepts only the listed values, so that a bad value is
 // refused when it is set, wherever it came from (flag, environment or config file).
