@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/server"
 )
@@ -69,7 +70,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted, in bytes (at least 1 MiB)")
 	fl.DurationVar(&f.flushInterval, "flush-interval", engine.DefaultConfig().Producer.FlushInterval, "how long a producer collects appends into one batch object")
 	fl.DurationVar(&f.gcInterval, "gc-interval", gc.DefaultConfig().Interval, "how often retention and garbage collection run over every stream")
-	fl.DurationVar(&f.gcGracePeriod, "gc-grace-period", gc.DefaultConfig().GracePeriod, "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it")
+	fl.DurationVar(&f.gcGracePeriod, "gc-grace-period", gc.DefaultConfig().GracePeriod, "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -91,8 +92,8 @@ func (f *serveFlags) validate() error {
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
 	}
-	if f.gcGracePeriod < 2*time.Second {
-		errs = append(errs, fmt.Errorf("invalid value %v for --gc-grace-period: must be at least 2s", f.gcGracePeriod))
+	if f.gcGracePeriod < 2*time.Second || f.gcGracePeriod >= 2*manifest.ProducerExpiry {
+		errs = append(errs, fmt.Errorf("invalid value %v for --gc-grace-period: must be at least 2s and less than %v (producers give up on an upload after half of it, which must stay under the %v a silent producer keeps its row)", f.gcGracePeriod, 2*manifest.ProducerExpiry, manifest.ProducerExpiry))
 	}
 	return errors.Join(errs...)
 }
