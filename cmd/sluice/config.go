@@ -25,7 +25,7 @@ func envName(flag string) string {
 // environment, then from the YAML config file. Errors name the flag and where the bad value came
 // from.
 func applyConfig(cmd *cobra.Command) error {
-	fileVals := map[string]any{}
+	fileVals := map[string]yaml.Node{}
 	path, _ := cmd.Flags().GetString("config")
 	if path == "" {
 		path = os.Getenv(envName("config"))
@@ -56,12 +56,11 @@ func applyConfig(cmd *cobra.Command) error {
 			return
 		}
 		if v, ok := fileVals[f.Name]; ok {
-			s, err := yamlScalar(v)
-			if err == nil {
-				err = cmd.Flags().Set(f.Name, s)
-			}
+			s, err := yamlScalar(&v)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("invalid value %v for --%s (from --config %s): %v", v, f.Name, path, err))
+				errs = append(errs, fmt.Sprintf("invalid value for --%s (from --config %s, line %d): %v", f.Name, path, v.Line, err))
+			} else if err := cmd.Flags().Set(f.Name, s); err != nil {
+				errs = append(errs, fmt.Sprintf("invalid value %q for --%s (from --config %s): %v", s, f.Name, path, err))
 			}
 		}
 	})
@@ -89,21 +88,42 @@ func knownElsewhere(cmd *cobra.Command, key string) bool {
 	return found
 }
 
-func yamlScalar(v any) (string, error) {
-	switch t := v.(type) {
-	case string:
-		return t, nil
-	case int, int64, uint64, float64, bool:
-		return fmt.Sprint(t), nil
-	case []any:
-		parts := make([]string, len(t))
-		for i, e := range t {
-			parts[i] = fmt.Sprint(e)
+// yamlScalar returns a config file value as the flag's text: a scalar as it is written in
+// the file (YAML would read fencing-token: 0123 as the number 123, and prefix: 1e3 as 1000),
+// a list as its items joined by commas.
+func yamlScalar(n *yaml.Node) (string, error) {
+	scalar := func(n *yaml.Node) (string, error) {
+		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+			return "", fmt.Errorf("expected a scalar or a list, got %s", nodeKind(n))
 		}
-		return strings.Join(parts, ","), nil
-	default:
-		return "", fmt.Errorf("expected a scalar or a list, got %T", v)
+		return n.Value, nil
 	}
+	if n.Kind != yaml.SequenceNode {
+		return scalar(n)
+	}
+	parts := make([]string, len(n.Content))
+	for i, e := range n.Content {
+		v, err := scalar(e)
+		if err != nil {
+			return "", fmt.Errorf("list item %d: %w", i+1, err)
+		}
+		parts[i] = v
+	}
+	return strings.Join(parts, ","), nil
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "a map"
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.Tag == "!!null":
+		return "null"
+	case n.Kind == yaml.AliasNode:
+		return "an alias"
+	}
+	return "a " + n.Tag
 }
 
 // newLogger builds the process logger from --log-level and --log-format.
