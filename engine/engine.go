@@ -44,8 +44,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives operational logs. Default: discard.
 	Logger *slog.Logger
-	// Registerer receives the engine's metrics (per-stream producers' metrics are not
-	// registered, since many come and go). Default nil.
+	// Registerer receives the engine's metrics, and those of its producers and readers:
+	// each open producer's, labelled with its basin and stream (and its producer id) and
+	// removed when it closes; the readers' summed over every stream. Default nil.
 	Registerer prometheus.Registerer
 	// Now is the engine's clock. Default time.Now.
 	Now func() time.Time
@@ -102,6 +103,9 @@ func (c *Config) producerConfig(st catalog.Stream) producer.Config {
 	pc.CreateStream = false
 	pc.Logger = c.streamLogger(st, pc.Logger)
 	pc.Registerer = nil
+	if c.Registerer != nil {
+		pc.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"basin": st.Basin, "stream": st.Name}, c.Registerer)
+	}
 	pc.Now = c.Now
 	return pc
 }
@@ -113,7 +117,7 @@ func (c *Config) consumerConfig(st catalog.Stream, n *consumer.Notifier) consume
 	cc.DataPathPrefix = st.DataPrefix
 	cc.Notifier = n
 	cc.Logger = c.streamLogger(st, cc.Logger)
-	cc.Registerer = nil
+	cc.Registerer = c.Registerer // readers share their collectors (consumer.NewReader)
 	return cc
 }
 

@@ -130,8 +130,6 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Producer.FlushInterval = f.flushInterval
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
-	ecfg.Producer.Registerer = reg
-	ecfg.Consumer.Registerer = reg
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
