@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/producer"
 )
 
 type gcFlags struct {
@@ -105,6 +107,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	}
 	defer e.close()
 	cfg.Logger = e.log
+	warnShortGrace(e.log, "--grace-period", f.gracePeriod)
 	col, err := gc.NewCollector(e.store, cfg)
 	if err != nil {
 		return fmt.Errorf("invalid gc flags: %w", err)
@@ -151,4 +154,14 @@ func gcStreams(ctx context.Context, store objectstore.Store) ([]catalog.Stream, 
 		return nil, err
 	}
 	return append(all, gone...), nil
+}
+
+// warnShortGrace warns when a grace period is shorter than twice the default commit deadline
+// of producers (the CLI's, the library's): the collector may then delete an upload that such
+// a producer, slowed down, still commits afterwards. Every producer on the store must give up
+// on an upload after less than half the grace period (serve's own do).
+func warnShortGrace(log *slog.Logger, flag string, grace time.Duration) {
+	if d := producer.DefaultConfig().CommitDeadline; grace < 2*d {
+		log.Warn(fmt.Sprintf("%s %v is shorter than twice the producers' default commit deadline (%v): a producer with that default (sluice append, fence and trim; a program using the library with defaults; a daemon with a longer --gc-grace-period) may still commit an upload the collector deleted; use it only where every producer on the store gives up on an upload after less than half of it", flag, grace, d))
+	}
 }

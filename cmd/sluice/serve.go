@@ -130,6 +130,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Producer.FlushInterval = f.flushInterval
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
+	if !f.noGC {
+		warnShortGrace(log, "--gc-grace-period", f.gcGracePeriod)
+	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
