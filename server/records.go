@@ -202,7 +202,9 @@ func (s *Server) appendSession(q *request) {
 		return
 	}
 	// Unblock a pending body read when the request ends or the server closes.
-	stop := context.AfterFunc(q.ctx, func() { _ = q.r.Body.Close() })
+	// (A read deadline in the past, not closing the body: on HTTP/1.1 Close waits for the
+	// pending Read, which an idle client never ends.)
+	stop := context.AfterFunc(q.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
 	defer stop()
 	fr := s2api.NewFrameReader(q.r.Body, s2api.MaxFrameBytes)
 	for {
