@@ -6,11 +6,13 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
 func TestMatchesStdlib(t *testing.T) {
-	seed := uint64(rand.Int64())
-	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	seed := testseed.Get(t)
+	t.Logf("vector kernel: %v", Vector())
 	r := rand.New(rand.NewPCG(seed, 1))
 	buf := make([]byte, 1<<20+200)
 	for i := range buf {
@@ -40,8 +42,8 @@ func TestMatchesStdlib(t *testing.T) {
 // TestHybridChunks runs lengths at and around whole chunks of the hybrid kernel (where it
 // hands over to updateVector and then hash/crc32), from random running values.
 func TestHybridChunks(t *testing.T) {
-	seed := uint64(rand.Int64())
-	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	seed := testseed.Get(t)
+	t.Logf("vector kernel: %v", Vector())
 	r := rand.New(rand.NewPCG(seed, 5))
 	buf := make([]byte, 3*hybridChunk+1024)
 	for i := range buf {

@@ -6,13 +6,15 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
 // TestFolder feeds random streams to a Folder in random pieces (folded in place, or gathered
 // and folded) and checks Sum against hash/crc32 over the same bytes, and each copy.
 func TestFolder(t *testing.T) {
-	seed := uint64(rand.Int64())
-	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	seed := testseed.Get(t)
+	t.Logf("vector kernel: %v", Vector())
 	r := rand.New(rand.NewPCG(seed, 2))
 	for round := 0; round < 300; round++ {
 		size := r.IntN(64 << 10)
@@ -97,8 +99,8 @@ func TestCombine(t *testing.T) {
 // each call starting at the first unfolded byte. It checks the copy, that nothing past the
 // pieces is written, the count folded, and Sum and SumAfter against hash/crc32.
 func TestFolderGather(t *testing.T) {
-	seed := uint64(rand.Int64())
-	t.Logf("seed %d (vector kernel: %v)", seed, Vector())
+	seed := testseed.Get(t)
+	t.Logf("vector kernel: %v", Vector())
 	r := rand.New(rand.NewPCG(seed, 4))
 	pieceLen := func() int {
 		switch r.IntN(6) {
