@@ -18,28 +18,6 @@ import (
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
-// openSessionsGauge reads sluice_api_open_sessions{kind=kind} from reg.
-func openSessionsGauge(t *testing.T, reg *prometheus.Registry, kind string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "sluice_api_open_sessions" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // An idle S2S append session over HTTP/1.1 (full duplex) must not keep Server.Close from
 // returning: Close cancels the session's context, and the session wakes its pending body read
 // with a read deadline in the past. It once closed the body instead, and on HTTP/1.1
@@ -90,9 +68,9 @@ func TestCloseEndsIdleHTTP1AppendSession(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		t.Fatalf("Server.Close did not return within 5s with an idle HTTP/1.1 append session open (open s2s_append sessions: %v; a goroutine blocked in (*http.body).Close: %v)",
-			openSessionsGauge(t, reg, "s2s_append"), strings.Contains(stacks, "net/http.(*body).Close"))
+			servertest.OpenSessions(t, reg, "s2s_append"), strings.Contains(stacks, "net/http.(*body).Close"))
 	}
-	if v := openSessionsGauge(t, reg, "s2s_append"); v != 0 {
+	if v := servertest.OpenSessions(t, reg, "s2s_append"); v != 0 {
 		t.Fatalf("open s2s_append sessions after Close: %v", v)
 	}
 }
@@ -121,7 +99,7 @@ func TestCloseEndsIdleH2CAppendSession(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Server.Close did not return within 5s with an idle h2c append session open")
 	}
-	if v := openSessionsGauge(t, reg, "s2s_append"); v != 0 {
+	if v := servertest.OpenSessions(t, reg, "s2s_append"); v != 0 {
 		t.Fatalf("open s2s_append sessions after Close: %v", v)
 	}
 }

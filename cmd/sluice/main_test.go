@@ -201,22 +201,7 @@ func TestConfigFileAndPrecedence(t *testing.T) {
 func TestServeAPIAndCLIShareStreams(t *testing.T) {
 	dir := t.TempDir()
 	base := startServe(t, dir, nil)
-	do := func(method, path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("S2-Basin", "shared-basin")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	do := apiCaller(t, base, "shared-basin")
 	if code, body := do("POST", "/v1/basins", `{"basin":"shared-basin"}`); code != 201 {
 		t.Fatalf("create basin: %d %s", code, body)
 	}
@@ -237,5 +222,26 @@ func TestServeAPIAndCLIShareStreams(t *testing.T) {
 	code, body := do("GET", "/streams/events/records?seq_num=0&count=10", "")
 	if code != 200 || !strings.Contains(body, "from-http") || !strings.Contains(body, "from-cli") {
 		t.Fatalf("API read of a CLI-written stream: %d %s", code, body)
+	}
+}
+
+// apiCaller returns a function that sends a JSON request to the daemon at base, in basin, and
+// returns the status and body.
+func apiCaller(t *testing.T, base, basin string) func(method, path, body string) (int, string) {
+	return func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("S2-Basin", basin)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -15,22 +13,7 @@ import (
 func TestServeMetricsShowProducerAndConsumerFamilies(t *testing.T) {
 	dir := t.TempDir()
 	base := startServe(t, dir, nil)
-	do := func(method, path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("S2-Basin", "metrics-basin")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	do := apiCaller(t, base, "metrics-basin")
 	if code, body := do("POST", "/v1/basins", `{"basin":"metrics-basin"}`); code != 201 {
 		t.Fatalf("create basin: %d %s", code, body)
 	}

@@ -366,6 +366,12 @@ func testStuckClientIsDisconnected(t *testing.T, fac Factory) {
 // openSessions reads sluice_api_open_sessions{kind="s2s_read"} from reg.
 func openSessions(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
+	return OpenSessions(t, reg, "s2s_read")
+}
+
+// OpenSessions reads sluice_api_open_sessions{kind=kind} from reg (0 when absent).
+func OpenSessions(t testing.TB, reg *prometheus.Registry, kind string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +382,7 @@ func openSessions(t *testing.T, reg *prometheus.Registry) float64 {
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == "s2s_read" {
+				if l.GetName() == "kind" && l.GetValue() == kind {
 					return m.GetGauge().GetValue()
 				}
 			}
