@@ -222,6 +222,9 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	if d <= 0 {
 		return 0
 	}
+	if d >= float64(math.MaxInt64) { // a Max of "no cap": float64(MaxInt64) rounds up past it
+		return time.Duration(mrand.Int64N(math.MaxInt64))
+	}
 	return time.Duration(mrand.Int64N(int64(d) + 1))
 }
 
@@ -276,22 +279,43 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 		return nil, err
 	}
 	gen := snap.State.Generation
-	var nonces [][8]byte
+	// The writes whose outcome was unknown: each one's nonce, and the write counter it would
+	// have had. While any is unresolved, every error Update returns matches ErrOutcomeUnknown
+	// (the change may be in the manifest).
+	type unknownWrite struct {
+		nonce   [8]byte
+		counter uint64
+	}
+	var unknown []unknownWrite
+	unresolved := func(err error) error {
+		if len(unknown) == 0 || errors.Is(err, ErrOutcomeUnknown) {
+			return err
+		}
+		return fmt.Errorf("%w: an earlier write of this update is unresolved: %w", ErrOutcomeUnknown, err)
+	}
 	var lastErr error
 	for attempt := 0; o.maxAttempts <= 0 || attempt < o.maxAttempts; attempt++ {
 		if attempt > 0 {
 			if err := o.backoff.Sleep(ctx, attempt-1); err != nil {
-				return nil, fmt.Errorf("manifest: update %s: %w (last error: %w)", path, err, lastErr)
+				return nil, unresolved(fmt.Errorf("manifest: update %s: %w (last error: %w)", path, err, lastErr))
 			}
 			if snap, err = loadRetrying(ctx, store, path, o.backoff); err != nil {
-				return nil, err
+				return nil, unresolved(err)
 			}
 			if snap.State.Generation != gen {
-				return nil, fmt.Errorf("%w: %s", ErrGenerationChanged, path)
+				return nil, unresolved(fmt.Errorf("%w: %s", ErrGenerationChanged, path))
 			}
-			for _, n := range nonces {
-				if snap.State.Applied(n) {
+			for _, w := range unknown {
+				if snap.State.Applied(w.nonce) {
 					return snap, nil
+				}
+			}
+			// A nonce not found tells that its write never took effect only while it would
+			// still be among the recent writes: after maxRecentWrites later writes it is gone
+			// either way, and applying fn again could apply it twice.
+			for _, w := range unknown {
+				if snap.State.WriteCounter >= w.counter+maxRecentWrites {
+					return nil, fmt.Errorf("%w: %s: %d writes since, too many to tell whether it took effect", ErrOutcomeUnknown, path, snap.State.WriteCounter-w.counter)
 				}
 			}
 		}
@@ -307,14 +331,14 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 			return &res.Snapshot, nil
 		}
 		if res != nil && errors.Is(err, ErrOutcomeUnknown) {
-			nonces = append(nonces, res.Nonce)
+			unknown = append(unknown, unknownWrite{res.Nonce, snap.State.WriteCounter + 1})
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, unresolved(err)
 		}
 		lastErr = err
 	}
-	return nil, fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr)
+	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
 }
 
 // loadRetrying loads, retrying plain failures (not ErrNotExist, corruption or ctx) with
