@@ -383,8 +383,9 @@ func (s *FileStore) writeTemp(ctx context.Context, key string, body io.Reader, s
 }
 
 // publish moves tmp to final with fn (rename or link), creating missing parent directories. It
-// returns the directories it created, outermost first. A concurrent Delete may remove an empty
-// parent between mkdir and publish; publish then tries again.
+// returns the directories it created, outermost first. A concurrent Delete of a neighbouring
+// key may remove an empty parent between mkdir and publish, or between two mkdirs; publish
+// then tries again (up to publishAttempts times).
 func (s *FileStore) publish(key, tmp, final string, fn func(string, string) error) ([]string, error) {
 	var created []string
 	for attempt := 0; ; attempt++ {
@@ -392,16 +393,20 @@ func (s *FileStore) publish(key, tmp, final string, fn func(string, string) erro
 		if err == nil {
 			return created, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+		if !errors.Is(err, fs.ErrNotExist) || attempt == publishAttempts {
 			return created, err
 		}
 		dirs, err := s.mkdirs(filepath.Dir(final))
 		created = append(created, dirs...)
-		if err != nil {
+		if err != nil && (!errors.Is(err, fs.ErrNotExist) || attempt == publishAttempts) {
 			return created, err
 		}
 	}
 }
+
+// publishAttempts bounds publish's retries when directories vanish under it: each needs a
+// concurrent delete to empty and remove a directory in the instant between two steps.
+const publishAttempts = 100
 
 // mkdirs creates dir and its missing parents below the root, returning the ones it created.
 func (s *FileStore) mkdirs(dir string) ([]string, error) {
