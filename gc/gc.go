@@ -316,6 +316,25 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
 	}
 
+	if _, err := c.collect(ctx, s, st, log, &rep, refs, cutoff); err != nil {
+		return rep, err
+	}
+
+	// 6. delete_on_empty.
+	if err := c.deleteOnEmpty(ctx, s, st, snap, now, &rep); err != nil {
+		return rep, err
+	}
+	log.Debug("gc pass", "listed", rep.Listed, "deleted", rep.Deleted, "young", rep.Young, "referenced", rep.Referenced,
+		"delete_errors", rep.DeleteErrors)
+	return rep, nil
+}
+
+// collect deletes the stream's batch and segment objects that refs does not hold and that are
+// older than cutoff: first the deletes that failed last time (steps 4 and 5 of a pass), then
+// both prefixes from where the last pass stopped, within the pass's budgets. complete says
+// whether both listings reached their end.
+func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time) (complete bool, err error) {
+	manifestPath, dataPrefix := s.ManifestPath, s.DataPrefix
 	deletable := func(o objectstore.ObjectInfo) bool {
 		if _, ok := refs[o.Key]; ok {
 			rep.Referenced++
@@ -365,7 +384,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	// 5. List both prefixes from where the last pass stopped.
 	listBudget := c.cfg.MaxListPerPass
 	segPrefix := manifest.SegmentPrefix(manifestPath)
-	wrappedData, err := c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, &rep, func(o objectstore.ObjectInfo) {
+	wrappedData, err := c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
 		if strings.HasPrefix(o.Key, segPrefix) {
 			return // the segment sweep's
 		}
@@ -381,9 +400,9 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		}
 	})
 	if err != nil {
-		return rep, err
+		return false, err
 	}
-	wrappedSeg, err := c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, &rep, func(o objectstore.ObjectInfo) {
+	wrappedSeg, err := c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
 		if !IsSegmentKey(manifestPath, o.Key) {
 			rep.Foreign++
 			return
@@ -393,17 +412,10 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		}
 	})
 	if err != nil {
-		return rep, err
+		return false, err
 	}
 	rep.Wrapped = wrappedData || wrappedSeg
-
-	// 6. delete_on_empty.
-	if err := c.deleteOnEmpty(ctx, s, st, snap, now, &rep); err != nil {
-		return rep, err
-	}
-	log.Debug("gc pass", "listed", rep.Listed, "deleted", rep.Deleted, "young", rep.Young, "referenced", rep.Referenced,
-		"delete_errors", rep.DeleteErrors)
-	return rep, nil
+	return wrappedData && wrappedSeg, nil
 }
 
 // sweepGone collects what a deleted stream left behind (catalog.GoneStreams finds such
@@ -428,45 +440,14 @@ func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, lo
 	} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return fmt.Errorf("gc: head manifest %s: %w", s.ManifestPath, err)
 	}
-	budget := c.cfg.MaxDeletesPerPass
-	consider := func(o objectstore.ObjectInfo, ours bool) {
-		switch {
-		case o.Key == ProbeKey(s.DataPrefix):
-		case !ours:
-			rep.Foreign++
-		case o.ModTime.IsZero() || !o.ModTime.Before(cutoff):
-			rep.Young++
-		case budget > 0:
-			budget--
-			if err := c.store.Delete(ctx, o.Key); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
-				rep.DeleteErrors++
-				c.m.deleteErrors.Inc()
-				log.Warn("delete failed; retrying next pass", "key", o.Key, "err", err)
-				return
-			}
-			rep.Deleted++
-			c.m.deleted.Inc()
-		}
-	}
-	listBudget := c.cfg.MaxListPerPass
-	segPrefix := manifest.SegmentPrefix(s.ManifestPath)
-	wrappedData, err := c.sweep(ctx, s.DataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
-		consider(o, IsBatchKey(s.DataPrefix, o.Key))
-	})
+	complete, err := c.collect(ctx, s, st, log, rep, nil, cutoff)
 	if err != nil {
 		return err
 	}
-	wrappedSeg, err := c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
-		consider(o, IsSegmentKey(s.ManifestPath, o.Key))
-	})
-	if err != nil {
-		return err
-	}
-	rep.Wrapped = wrappedData || wrappedSeg
 	if rep.Deleted > 0 {
 		log.Info("deleted stream: swept what it left behind", "deleted", rep.Deleted, "young", rep.Young)
 	}
-	if wrappedData && wrappedSeg && rep.Young == 0 && rep.DeleteErrors == 0 {
+	if complete && rep.Young == 0 && rep.DeleteErrors == 0 {
 		c.forget(s)
 	}
 	return nil
