@@ -258,10 +258,38 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 	if p := EncodeName(prefix); len(p) < MaxSegmentLen-3 {
 		encPrefix = root + p
 	}
+	err = walkDirs(ctx, s, root, encPrefix, after, func(enc, tail string, o objectstore.ObjectInfo) bool {
+		if tail != "manifest" {
+			return true
+		}
+		name, derr := DecodeDir(enc)
+		if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
+			return true // not ours, or a deleted stream's tombstone (see manifest.Create)
+		}
+		if len(streams) == limit {
+			more = true
+			return false
+		}
+		st, _ := Locate(basin, name)
+		streams = append(streams, st)
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return streams, more, nil
+}
+
+// walkDirs lists the keys under listPrefix (within root, a streams root) after after, a page
+// at a time, and calls fn with each stream directory's keys: its manifest, the first object
+// of its run of data objects and the first of its sealed segments (the rest of each run is
+// passed over in the page and not listed again), and any other key in it. Keys outside any
+// stream directory are passed over. fn returns false to stop the walk.
+func walkDirs(ctx context.Context, s objectstore.Store, root, listPrefix, after string, fn func(enc, tail string, o objectstore.ObjectInfo) bool) error {
 	for {
-		page, err := s.List(ctx, encPrefix, after, listPageSize)
+		page, err := s.List(ctx, listPrefix, after, listPageSize)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
 		for _, o := range page.Objects {
 			key := o.Key
@@ -273,21 +301,12 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 				after = key
 				continue
 			}
+			if !fn(enc, tail, o) {
+				return nil
+			}
 			switch {
-			case tail == "manifest":
-				after = key
-				name, derr := DecodeDir(enc)
-				if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
-					continue // not ours, or a deleted stream's tombstone (see manifest.Create)
-				}
-				st, _ := Locate(basin, name)
-				if len(streams) == limit {
-					return streams, true, nil
-				}
-				streams = append(streams, st)
 			case strings.HasPrefix(tail, "data/"):
-				// Skip the stream's data objects: "data0" sorts after every "data/...", so
-				// the rest of the run is passed over in this page and not listed again.
+				// Skip the stream's data objects: "data0" sorts after every "data/...".
 				after = root + enc + "/data0"
 			case strings.HasPrefix(tail, "manifest.seg/"):
 				after = root + enc + "/manifest.seg0" // likewise its sealed segments
@@ -296,7 +315,7 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 			}
 		}
 		if page.NextStartAfter == "" {
-			return streams, false, nil
+			return nil
 		}
 		if page.NextStartAfter > after {
 			after = page.NextStartAfter
@@ -414,7 +433,6 @@ func GoneStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 // and segment object and its manifest, and skips the rest of its runs (as ListStreams does).
 func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func(Stream)) error {
 	root := streamsRoot(basin)
-	after := root
 	cur, live, objects := "", false, false
 	flush := func() {
 		if cur != "" && objects && !live {
@@ -426,45 +444,22 @@ func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func
 		}
 		cur, live, objects = "", false, false
 	}
-	for {
-		page, err := s.List(ctx, root, after, listPageSize)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Objects {
-			key := o.Key
-			if key <= after {
-				continue // inside a run skipped below
-			}
-			enc, tail, ok := cutDir(strings.TrimPrefix(key, root))
-			if !ok {
-				after = key
-				continue
-			}
-			if enc != cur {
-				flush()
-				cur = enc
-			}
-			switch {
-			case tail == "manifest":
-				live = o.Size > 0 // an empty object is a deleted stream's tombstone
-				after = key
-			case strings.HasPrefix(tail, "data/"):
-				objects = true
-				after = root + enc + "/data0" // '0' sorts after '/': past the run
-			case strings.HasPrefix(tail, "manifest.seg/"):
-				objects = true
-				after = root + enc + "/manifest.seg0"
-			default:
-				after = key
-			}
-		}
-		if page.NextStartAfter == "" {
+	err := walkDirs(ctx, s, root, root, root, func(enc, tail string, o objectstore.ObjectInfo) bool {
+		if enc != cur {
 			flush()
-			return nil
+			cur = enc
 		}
-		if page.NextStartAfter > after {
-			after = page.NextStartAfter
+		switch {
+		case tail == "manifest":
+			live = o.Size > 0 // an empty object is a deleted stream's tombstone
+		case strings.HasPrefix(tail, "data/"), strings.HasPrefix(tail, "manifest.seg/"):
+			objects = true
 		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
+	flush()
+	return nil
 }
