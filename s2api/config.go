@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -331,36 +332,34 @@ func nullFields(data []byte, top ...string) []string {
 // ResetFrom returns c with the fields named in reset (JSON paths, as
 // DecodeStreamReconfigurationJSON returns them) set to base's: a stream's defaults.
 func (c StreamConfig) ResetFrom(base StreamConfig, reset []string) StreamConfig {
+	var patch StreamConfig // base's value of each field reset, merged into c
 	for _, f := range reset {
 		switch f {
 		case FieldStorageClass:
-			c.StorageClass = base.StorageClass
+			patch.StorageClass = base.StorageClass
 		case FieldRetentionPolicy:
-			c.RetentionPolicy = base.RetentionPolicy
+			patch.RetentionPolicy = base.RetentionPolicy
 		case FieldTimestamping:
-			c.Timestamping = base.Timestamping
-		case FieldDeleteOnEmpty:
-			c.DeleteOnEmpty = base.DeleteOnEmpty
+			patch.Timestamping = base.Timestamping
+		case FieldDeleteOnEmpty, FieldDeleteOnEmptyAge:
+			patch.DeleteOnEmpty = base.DeleteOnEmpty
 		case FieldTimestampingMode, FieldTimestampingCap:
+			if base.Timestamping == nil {
+				continue
+			}
 			t := TimestampingConfig{}
-			if c.Timestamping != nil {
-				t = *c.Timestamping
+			if patch.Timestamping != nil {
+				t = *patch.Timestamping
 			}
-			if base.Timestamping != nil {
-				if f == FieldTimestampingMode {
-					t.Mode = base.Timestamping.Mode
-				} else {
-					t.Uncapped = base.Timestamping.Uncapped
-				}
+			if f == FieldTimestampingMode {
+				t.Mode = base.Timestamping.Mode
+			} else {
+				t.Uncapped = base.Timestamping.Uncapped
 			}
-			c.Timestamping = &t
-		case FieldDeleteOnEmptyAge:
-			if base.DeleteOnEmpty != nil {
-				c.DeleteOnEmpty = &DeleteOnEmptyConfig{MinAgeSecs: base.DeleteOnEmpty.MinAgeSecs}
-			}
+			patch.Timestamping = &t
 		}
 	}
-	return c
+	return c.Merge(patch)
 }
 
 // DecodeBasinReconfigurationJSON parses the body of PATCH /basins/{b}. A field sent as null
@@ -375,12 +374,8 @@ func DecodeBasinReconfigurationJSON(data []byte) (BasinReconfiguration, error) {
 	if err := json.Unmarshal(trimmed, &r); err != nil {
 		return r, &Error{Code: CodeBadJSON, Message: "basin reconfiguration: " + err.Error(), Err: err}
 	}
-	var obj map[string]json.RawMessage
-	_ = json.Unmarshal(trimmed, &obj) // it decoded above
-	isNull := func(k string) bool {
-		v, ok := obj[k]
-		return ok && bytes.Equal(bytes.TrimSpace(v), []byte("null"))
-	}
+	nulls := nullFields(trimmed, fieldDefaultStreamConf, "create_stream_on_append", "create_stream_on_read")
+	isNull := func(k string) bool { return slices.Contains(nulls, k) }
 	if isNull(fieldDefaultStreamConf) {
 		r.ReplaceDefaultStreamConfig, r.DefaultStreamConfig = true, nil
 	}
