@@ -180,11 +180,7 @@ func (b *Backend) CreateStream(_ context.Context, basinName, name string, cfg s2
 	if _, ok := bs.streams[name]; ok {
 		return s2api.StreamInfo{}, s2api.Errorf(s2api.CodeResourceAlreadyExists, "stream %q already exists", name)
 	}
-	eff := defaults()
-	if bs.cfg.DefaultStreamConfig != nil {
-		eff = eff.Merge(*bs.cfg.DefaultStreamConfig)
-	}
-	eff = eff.Merge(cfg)
+	eff := bs.streamDefaults().Merge(cfg)
 	st := &stream{info: s2api.StreamInfo{Name: name, CreatedAt: b.now().UTC()}, cfg: eff, changed: make(chan struct{})}
 	bs.streams[name] = st
 	return st.info, nil
@@ -212,11 +208,16 @@ func (b *Backend) StreamDefaults(_ context.Context, basinName string) (s2api.Str
 	if err != nil {
 		return s2api.StreamConfig{}, err
 	}
+	return bs.streamDefaults(), nil
+}
+
+// streamDefaults is the config of a stream created in the basin with no field given.
+func (bs *basin) streamDefaults() s2api.StreamConfig {
 	eff := defaults()
 	if bs.cfg.DefaultStreamConfig != nil {
 		eff = eff.Merge(*bs.cfg.DefaultStreamConfig)
 	}
-	return eff, nil
+	return eff
 }
 
 func (b *Backend) GetStreamConfig(_ context.Context, basinName, name string) (s2api.StreamConfig, error) {
