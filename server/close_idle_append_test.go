@@ -14,7 +14,6 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
@@ -25,10 +24,7 @@ import (
 // sends more bytes: Close waited forever (as did `sluice serve` on SIGTERM).
 func TestCloseEndsIdleHTTP1AppendSession(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) }, server.WithRegisterer(reg))
-	if _, err := env.Backend.CreateStream(t.Context(), servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	env := memStream(t, 0, server.WithRegisterer(reg))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -78,10 +74,7 @@ func TestCloseEndsIdleHTTP1AppendSession(t *testing.T) {
 // The same over h2c, where closing the body did wake the read.
 func TestCloseEndsIdleH2CAppendSession(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) }, server.WithRegisterer(reg))
-	if _, err := env.Backend.CreateStream(t.Context(), servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	env := memStream(t, 0, server.WithRegisterer(reg))
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.Close() })
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", env.URL+"/v1/streams/s/records", pr)

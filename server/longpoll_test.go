@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
@@ -20,10 +18,7 @@ import (
 // quickly.
 func TestUnaryLongPollOutlivesReadDeadline(t *testing.T) {
 	const writeTimeout = 500 * time.Millisecond
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) }, server.WithWriteTimeout(writeTimeout))
-	if _, err := env.Backend.CreateStream(t.Context(), servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	env := memStream(t, 0, server.WithWriteTimeout(writeTimeout))
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", env.URL+"/v1/streams/s/records?seq_num=0&wait=2", nil)
 	req.Header.Set("S2-Basin", servertest.TestBasin)
 	start := time.Now()

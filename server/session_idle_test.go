@@ -10,7 +10,6 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
@@ -22,10 +21,7 @@ import (
 // non-retryable S2Error (status 0, "Stream closed with error code NGHTTP2_INTERNAL_ERROR").
 func TestAppendSessionSurvivesIdleLongerThanWriteTimeout(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) }, server.WithWriteTimeout(writeTimeout))
-	if _, err := env.Backend.CreateStream(t.Context(), servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	env := memStream(t, 0, server.WithWriteTimeout(writeTimeout))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	pr, pw := io.Pipe()

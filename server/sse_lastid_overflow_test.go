@@ -2,17 +2,12 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/s2api"
-	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
@@ -21,18 +16,8 @@ import (
 // refused as a bad header. Computed as last+1 it once wrapped to seq_num 0, and the session
 // replayed the stream from its first record.
 func TestSSELastEventIDSeqNumOverflow(t *testing.T) {
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) })
+	env := memStream(t, 3)
 	ctx := t.Context()
-	if _, err := env.Backend.CreateStream(ctx, servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	in := batchfmt.AppendInput{}
-	for i := range 3 {
-		in.Records = append(in.Records, batchfmt.Record{Body: fmt.Appendf(nil, "r%d", i)})
-	}
-	if _, err := env.Backend.Append(ctx, servertest.TestBasin, "s", in); err != nil {
-		t.Fatal(err)
-	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(rctx, "GET", env.URL+"/v1/streams/s/records?seq_num=0&count=3", nil)

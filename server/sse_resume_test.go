@@ -2,15 +2,11 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
-	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
@@ -22,18 +18,8 @@ import (
 // once restarted at 0): else a second reconnect asks for more records than the read's count
 // allows.
 func TestSSEResumedSessionKeepsCumulativeEventIDs(t *testing.T) {
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) })
+	env := memStream(t, 10) // 10 metered bytes each
 	ctx := t.Context()
-	if _, err := env.Backend.CreateStream(ctx, servertest.TestBasin, "s", s2api.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	in := batchfmt.AppendInput{}
-	for i := range 10 {
-		in.Records = append(in.Records, batchfmt.Record{Body: fmt.Appendf(nil, "r%d", i)}) // 10 metered bytes each
-	}
-	if _, err := env.Backend.Append(ctx, servertest.TestBasin, "s", in); err != nil {
-		t.Fatal(err)
-	}
 	// sse reads the session for the original query count=5 resumed after lastEventID; it
 	// returns the records delivered and the id of the last batch event.
 	sse := func(lastEventID string) (records int, lastID string) {
