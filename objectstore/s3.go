@@ -88,10 +88,9 @@ type S3Store struct {
 	closed  atomic.Bool
 	httpCli *http.Client // non-nil when the store owns idle connections to close
 
-	trustCond bool
-	condMu    sync.Mutex
-	condOK    bool  // the server honours conditional puts
-	condErr   error // it does not: every conditional put fails with this
+	condMu  sync.Mutex
+	condOK  bool  // the server honours conditional puts (checked, or trusted)
+	condErr error // it does not: every conditional put fails with this
 }
 
 // NewS3Store creates an S3 store. It loads credentials and region from the standard chain
@@ -140,7 +139,7 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 		o.APIOptions = append(o.APIOptions, unsignedAcceptEncoding)
 	})
-	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, trustCond: cfg.TrustConditionalWrites}, nil
+	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites}, nil
 }
 
 // unsignedAcceptEncoding leaves the Accept-Encoding header the SDK sends out of the request's
@@ -430,9 +429,6 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 // conditional put with ErrConditionsUnsupported; a check that cannot finish (the store
 // unreachable) fails this put only, and is made again with the next.
 func (s *S3Store) checkConditions(ctx context.Context, key string) error {
-	if s.trustCond {
-		return nil
-	}
 	s.condMu.Lock()
 	defer s.condMu.Unlock()
 	if s.condOK || s.condErr != nil {
