@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,7 +68,7 @@ func sigV4Signature(t *testing.T, r *http.Request, hdr http.Header) (got, want s
 // before "Signing" and restores it after).
 func TestS3GCSAcceptEncodingRewrite(t *testing.T) {
 	var controlOK atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s, _ := fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		// Control: the signature verifies over the headers as the client sent them.
 		if got, want := sigV4Signature(t, r, r.Header); got == want {
@@ -86,19 +85,8 @@ func TestS3GCSAcceptEncodingRewrite(t *testing.T) {
 		}
 		w.Header().Set("ETag", `"e"`)
 		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
-	}))
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	s, err := objectstore.NewS3Store(context.Background(), objectstore.S3Config{
-		Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true, TrustConditionalWrites: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = objectstore.PutBytes(context.Background(), s, "streams/a%2Fb/manifest", []byte("body"), objectstore.IfAbsent())
+	_, err := objectstore.PutBytes(context.Background(), s, "streams/a%2Fb/manifest", []byte("body"), objectstore.IfAbsent())
 	if !controlOK.Load() {
 		t.Fatal("fake server's signature check is broken (control did not verify)")
 	}
