@@ -4,10 +4,38 @@ package crc32c
 
 import "golang.org/x/sys/cpu"
 
-// useVector selects the kernels below. SSE4.2 is for the CRC32 instruction of the hybrid
-// kernel; AVX-512 BW and BMI2 are for batchfmt's record kernel, which folds into State.
-var useVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ &&
-	cpu.X86.HasPCLMULQDQ && cpu.X86.HasBMI2 && cpu.X86.HasSSE42
+// level is the vector kernel this process uses (levelAVX512, levelAVX2 or levelNone):
+// AVX-512 (F, VL, BW) with VPCLMULQDQ on 512-bit registers, or else AVX2 with VPCLMULQDQ on
+// 256-bit registers. Both also need PCLMULQDQ and SSE4.2 (the CRC32 instruction) for the
+// reduction, and BMI2 for batchfmt's record kernels, which fold into a Folder's State.
+var level = detectLevel()
+
+func detectLevel() int {
+	base := cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42 && cpu.X86.HasBMI2
+	switch {
+	case !base:
+		return levelNone
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ:
+		return levelAVX512
+	case cpu.X86.HasAVX2 && hasVPCLMULQDQ():
+		return levelAVX2
+	}
+	return levelNone
+}
+
+// hasVPCLMULQDQ reads the VPCLMULQDQ feature bit (CPUID leaf 7, ECX bit 10), which
+// x/sys/cpu reports only together with AVX-512. The caller has checked AVX2, and so the OS's
+// support for 256-bit registers.
+func hasVPCLMULQDQ() bool {
+	if max, _, _, _ := cpuid(0, 0); max < 7 {
+		return false
+	}
+	_, _, ecx, _ := cpuid(7, 0)
+	return ecx&(1<<10) != 0
+}
+
+//go:noescape
+func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // useClmul selects shiftClmul, which needs only the carry-less multiplication and the CRC32
 // instruction.
@@ -18,19 +46,19 @@ var useClmul = cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42
 // 256 and a multiple of 64.
 //
 //go:noescape
-func updateVector(crc uint32, p []byte) uint32
+func updateVector512(crc uint32, p []byte) uint32
 
 // foldBlocks folds each 256-byte block of p into the four 512-bit accumulators acc. len(p) must be a
 // multiple of 256.
 //
 //go:noescape
-func foldBlocks(acc *[256]byte, p []byte)
+func foldBlocks512(acc *[256]byte, p []byte)
 
 // reduceBlock reduces the four 512-bit accumulators to the 32-bit running value (inverted, as
 // updateVector's).
 //
 //go:noescape
-func reduceBlock(acc *[256]byte) uint32
+func reduceBlock512(acc *[256]byte) uint32
 
 // hybridChunk is the unit of updateHybrid: 32 KiB folded by VPCLMULQDQ and three lanes of
 // 5 KiB checksummed by the CRC32 instruction at the same time.
@@ -47,3 +75,48 @@ func updateHybrid(crc uint32, p []byte) uint32
 //
 //go:noescape
 func shiftClmul(reg uint32, n uint64, tab *[maxShiftBits]uint32) uint32
+
+// updateVectorY, foldBlocksY and reduceBlockY are the AVX2 kernels (fold_amd64.h): the jobs
+// of updateVector, foldBlocks and reduceBlock, with half of each block on 256-bit registers
+// and half by the CRC32 instruction. updateVectorY takes a multiple of 256 bytes.
+//
+//go:noescape
+func updateVectorY(crc uint32, p []byte) uint32
+
+//go:noescape
+func foldBlocksY(acc *[256]byte, p []byte)
+
+//go:noescape
+func reduceBlockY(acc *[256]byte) uint32
+
+// updateVector folds p into crc, which is the running value already inverted (as the
+// CRC32 instruction keeps it), and returns the new running value with the number of bytes
+// folded: all of p but fewer than 64 bytes with AVX-512, fewer than 256 with AVX2. len(p)
+// must be at least 256.
+func updateVector(crc uint32, p []byte) (uint32, int) {
+	if level == levelAVX512 {
+		n := len(p) &^ 63
+		return updateVector512(crc, p[:n]), n
+	}
+	n := len(p) &^ 255
+	return updateVectorY(crc, p[:n]), n
+}
+
+// foldBlocks folds each 256-byte block of p into acc, a Folder's State. len(p) must be a
+// multiple of 256.
+func foldBlocks(acc *[256]byte, p []byte) {
+	if level == levelAVX512 {
+		foldBlocks512(acc, p)
+	} else {
+		foldBlocksY(acc, p)
+	}
+}
+
+// reduceBlock reduces the accumulators to the 32-bit running value (inverted, as
+// updateVector's).
+func reduceBlock(acc *[256]byte) uint32 {
+	if level == levelAVX512 {
+		return reduceBlock512(acc)
+	}
+	return reduceBlockY(acc)
+}

@@ -38,7 +38,8 @@ DATA barrett<>+8(SB)/8, $0xdea713f1
 GLOBL barrett<>(SB), RODATA|NOPTR, $16
 
 // REDUCE folds the four 128-bit lanes of Z4 into one, then reduces it to the 32-bit running
-// value in AX (Intel's paper, steps 2 and 3). It clobbers X0-X6 and clears the upper state.
+// value in AX (Intel's paper, steps 2 and 3; BARRETT below). It clobbers X0-X6 and clears
+// the upper state.
 #define REDUCE \
 	VEXTRACTI32X4 $1, Z4, X2; \
 	VEXTRACTI32X4 $2, Z4, X3; \
@@ -55,6 +56,11 @@ GLOBL barrett<>(SB), RODATA|NOPTR, $16
 	VPCLMULQDQ    $0x00, X0, X1, X1; \
 	VPTERNLOGD    $0x96, X5, X6, X1; \
 	VZEROUPPER; \
+	BARRETT
+
+// BARRETT reduces the 128 bits in X1 to the 32-bit running value in AX (Intel's paper, step
+// 3: 128 to 64 to 32 bits, then the Barrett reduction). It clobbers X0-X3.
+#define BARRETT \
 	PCMPEQB   X3, X3; \
 	PCLMULQDQ $1, X1, X0; \
 	PSRLDQ    $8, X1; \
@@ -101,9 +107,9 @@ GLOBL barrett<>(SB), RODATA|NOPTR, $16
 	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
 	VPTERNLOGD $0x96, Z5, Z3, Z4
 
-// func updateVector(crc uint32, p []byte) uint32
+// func updateVector512(crc uint32, p []byte) uint32
 // len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
-TEXT ·updateVector(SB), NOSPLIT, $0-36
+TEXT ·updateVector512(SB), NOSPLIT, $0-36
 	MOVL crc+0(FP), AX
 	MOVQ p_base+8(FP), SI
 	MOVQ p_len+16(FP), CX
@@ -243,10 +249,10 @@ hybridLoop:
 	MOVL AX, ret+32(FP)
 	RET
 
-// func foldBlocks(acc *[256]byte, p []byte)
+// func foldBlocks512(acc *[256]byte, p []byte)
 // len(p) % 256 == 0. acc holds four unreduced 512-bit accumulators; each 256-byte block of
 // p is folded in, 64 bytes into each.
-TEXT ·foldBlocks(SB), NOSPLIT, $0-32
+TEXT ·foldBlocks512(SB), NOSPLIT, $0-32
 	MOVQ      acc+0(FP), DI
 	MOVQ      p_base+8(FP), SI
 	MOVQ      p_len+16(FP), CX
@@ -271,10 +277,10 @@ foldDone:
 	VZEROUPPER
 	RET
 
-// func reduceBlock(acc *[256]byte) uint32
+// func reduceBlock512(acc *[256]byte) uint32
 // Folds the four accumulators into one, 512 bits into the next, and reduces it to the
 // 32-bit running value.
-TEXT ·reduceBlock(SB), NOSPLIT, $0-12
+TEXT ·reduceBlock512(SB), NOSPLIT, $0-12
 	MOVQ       acc+0(FP), DI
 	LOADACC
 	MERGE4
@@ -328,4 +334,114 @@ shiftNext:
 
 shiftDone:
 	MOVL AX, ret+24(FP)
+	RET
+
+// The AVX2 kernels (FOLDH in fold_amd64.h): half of each block folded on 256-bit registers,
+// half checksummed by the CRC32 instruction beside it.
+
+// FOLDY folds the 256-bit accumulator acc by the distance whose constant is in Y0 into
+// next; Y9 is scratch.
+#define FOLDY(acc, next) \
+	VPCLMULQDQ $0x11, Y0, acc, Y9; \
+	VPCLMULQDQ $0x00, Y0, acc, acc; \
+	VPXOR      Y9, next, next; \
+	VPXOR      acc, next, next
+
+// FOLDX folds the 128 bits of X1 by 128 bits (constant in X0) into X1 and reg; X5 is
+// scratch.
+#define FOLDX(reg) \
+	VPCLMULQDQ $0x11, X0, X1, X5; \
+	VPCLMULQDQ $0x00, X0, X1, X1; \
+	VPXOR      X5, reg, reg; \
+	VPXOR      reg, X1, X1
+
+// REDUCEH reduces the state in Y1-Y4 and X14 to the 32-bit running value in AX: Y1 into Y2,
+// Y3 and Y4 by 512 bits each (the 64-byte period of the folded segments); Y4's low lane into
+// its high one; that lane past the 32 bytes of the last segment, which stand as zeros; then
+// BARRETT, and the last segment's own result joins. Clobbers X0-X5, X9 and the upper state.
+#define REDUCEH \
+	VMOVDQU      k512<>(SB), Y0; \
+	FOLDY(Y1, Y2); \
+	FOLDY(Y2, Y3); \
+	FOLDY(Y3, Y4); \
+	VEXTRACTI128 $1, Y4, X2; \
+	VMOVDQA      X4, X1; \
+	VMOVDQU      k128<>(SB), X0; \
+	FOLDX(X2); \
+	VPXOR        X2, X2, X2; \
+	FOLDX(X2); \
+	VPXOR        X2, X2, X2; \
+	FOLDX(X2); \
+	VMOVD        X14, R8; \
+	VZEROUPPER; \
+	BARRETT; \
+	XORL         R8, AX
+
+// func updateVectorY(crc uint32, p []byte) uint32
+// updateVector with the AVX2 kernel: len(p) a multiple of 256. The running value joins
+// the first block as a CRC32 segment's result would.
+TEXT ·updateVectorY(SB), NOSPLIT, $0-36
+	MOVL    crc+0(FP), AX
+	MOVQ    p_base+8(FP), SI
+	MOVQ    p_len+16(FP), CX
+	VMOVD   AX, X14
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VMOVDQU k2048<>(SB), Y0
+	TESTQ   CX, CX
+	JZ      doneY
+
+loopY:
+	FOLDH(SI)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JNZ  loopY
+
+doneY:
+	REDUCEH
+	MOVL AX, ret+32(FP)
+	RET
+
+// func foldBlocksY(acc *[256]byte, p []byte)
+// foldBlocks with the AVX2 kernel.
+TEXT ·foldBlocksY(SB), NOSPLIT, $0-32
+	MOVQ    acc+0(FP), DI
+	MOVQ    p_base+8(FP), SI
+	MOVQ    p_len+16(FP), CX
+	LOADACCH(DI)
+	VMOVDQU k2048<>(SB), Y0
+	TESTQ   CX, CX
+	JZ      foldDoneY
+
+foldLoopY:
+	FOLDH(SI)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JNZ  foldLoopY
+
+foldDoneY:
+	STOREACCH(DI)
+	VZEROUPPER
+	RET
+
+// func reduceBlockY(acc *[256]byte) uint32
+// reduceBlock with the AVX2 kernel.
+TEXT ·reduceBlockY(SB), NOSPLIT, $0-12
+	MOVQ acc+0(FP), DI
+	LOADACCH(DI)
+	REDUCEH
+	MOVL AX, ret+8(FP)
+	RET
+
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
 	RET

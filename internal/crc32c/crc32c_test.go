@@ -10,9 +10,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
-func TestMatchesStdlib(t *testing.T) {
+func TestMatchesStdlib(t *testing.T) { eachLevel(t, testMatchesStdlib) }
+
+func testMatchesStdlib(t *testing.T) {
 	seed := testseed.Get(t)
-	t.Logf("vector kernel: %v", Vector())
+	t.Logf("vector kernel: %s", Kernel())
 	r := rand.New(rand.NewPCG(seed, 1))
 	buf := make([]byte, 1<<20+200)
 	for i := range buf {
@@ -41,9 +43,11 @@ func TestMatchesStdlib(t *testing.T) {
 
 // TestHybridChunks runs lengths at and around whole chunks of the hybrid kernel (where it
 // hands over to updateVector and then hash/crc32), from random running values.
-func TestHybridChunks(t *testing.T) {
+func TestHybridChunks(t *testing.T) { eachLevel(t, testHybridChunks) }
+
+func testHybridChunks(t *testing.T) {
 	seed := testseed.Get(t)
-	t.Logf("vector kernel: %v", Vector())
+	t.Logf("vector kernel: %s", Kernel())
 	r := rand.New(rand.NewPCG(seed, 5))
 	buf := make([]byte, 3*hybridChunk+1024)
 	for i := range buf {
@@ -64,7 +68,9 @@ func TestHybridChunks(t *testing.T) {
 }
 
 // TestSplits checks that Update composes: a checksum taken in pieces equals one taken whole.
-func TestSplits(t *testing.T) {
+func TestSplits(t *testing.T) { eachLevel(t, testSplits) }
+
+func testSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	buf := make([]byte, 64<<10)
 	for i := range buf {
@@ -83,7 +89,9 @@ func TestSplits(t *testing.T) {
 
 // TestPatterns runs inputs that stress the carry-less arithmetic: all zeros, all ones, and
 // single set bits.
-func TestPatterns(t *testing.T) {
+func TestPatterns(t *testing.T) { eachLevel(t, testPatterns) }
+
+func testPatterns(t *testing.T) {
 	for _, n := range []int{MinVectorLen, 4096, 4096 + 64, 65536 + 320} {
 		for _, fill := range []byte{0x00, 0xFF, 0x80, 0x01} {
 			p := make([]byte, n)
@@ -171,7 +179,9 @@ func FuzzUpdate(f *testing.F) {
 	})
 }
 
-func BenchmarkChecksum(b *testing.B) {
+func BenchmarkChecksum(b *testing.B) { eachLevel(b, benchmarkChecksum) }
+
+func benchmarkChecksum(b *testing.B) {
 	for _, n := range []int{1 << 10, 16 << 10, 1 << 20} {
 		p := make([]byte, n)
 		b.Run(fmt.Sprintf("size=%dKiB/crc32c", n>>10), func(b *testing.B) {

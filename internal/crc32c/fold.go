@@ -17,7 +17,7 @@ const BlockSize = 256
 //
 // The zero value is an empty stream. A Folder is not safe for concurrent use.
 type Folder struct {
-	acc [256]byte // vector kernel: four unreduced 512-bit accumulators
+	acc [256]byte // vector kernel: its unreduced accumulators (see State)
 	n   int       // bytes folded so far
 	crc uint32    // without the vector kernel: the checksum so far
 }
@@ -37,7 +37,7 @@ func (f *Folder) Blocks(p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	if useVector {
+	if level != levelNone {
 		foldBlocks(&f.acc, p)
 	} else {
 		f.crc = crc32.Update(f.crc, table, p)
@@ -81,7 +81,7 @@ func (f *Folder) SumAfter(prefix uint32, tail []byte) uint32 {
 	crc := prefix
 	switch {
 	case f.n == 0:
-	case useVector:
+	case level != levelNone:
 		// The accumulators hold the stream folded from a zero register; the register the
 		// prefix leaves (its CRC, inverted) contributes itself times x^(8n).
 		crc = ^(reduceBlock(&f.acc) ^ mulModP(xPow8n(uint64(f.n)), ^prefix))
@@ -92,9 +92,10 @@ func (f *Folder) SumAfter(prefix uint32, tail []byte) uint32 {
 }
 
 // State returns the Folder's vector accumulators, for a package that folds blocks in its own
-// assembly kernel (batchfmt's record encoder): four unreduced 512-bit accumulators, as the
-// kernels in crc32c_amd64.s leave them, all zero for an empty stream. After folding n more
-// bytes into them, the caller reports it with Advance(n). Only for use when Vector() is true.
+// assembly kernel (batchfmt's record encoders), in the layout of the kernel Kernel names:
+// four unreduced 512-bit accumulators (avx512), or four 256-bit ones and a 32-bit CRC
+// (avx2; see fold_amd64.h), all zero for an empty stream. After folding n more bytes into
+// them, the caller reports it with Advance(n). Only for use when Vector() is true.
 func (f *Folder) State() *[256]byte { return &f.acc }
 
 // Advance records that n more bytes were folded into State by the caller's kernel.

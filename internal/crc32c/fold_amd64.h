@@ -1,5 +1,6 @@
-// The fold by 2048 bits that internal/crc32c's kernels (crc32c_amd64.s) and batchfmt's record
-// kernel (encode_amd64.s) share: four 512-bit accumulators, 256 bytes per step. Each fold
+// The folds by 2048 bits that internal/crc32c's kernels (crc32c_amd64.s) and batchfmt's record
+// kernels (encode_amd64.s) share: FOLD4, four 512-bit accumulators, 256 bytes per step, for
+// AVX-512; FOLDH below for AVX2. Each fold
 // constant pair is, for a fold distance of D bits, x^(D+32) mod P (low qword) and
 // x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
 // (crc32c_test.go) derives it from the polynomial and checks it.
@@ -29,3 +30,81 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 	VPTERNLOGD $0x96, Z12, Z6, Z2; \
 	VPTERNLOGD $0x96, Z13, Z7, Z3; \
 	VPTERNLOGD $0x96, Z14, Z8, Z4
+
+// The AVX2 kernels' fold, for CPUs with VPCLMULQDQ but without AVX-512 (AMD Zen 3, Intel
+// client cores from Alder Lake on). With 256-bit registers a carry-less multiplication
+// covers half the bytes it does with AVX-512, so folding alone runs at about the speed of
+// the CRC32 instruction; the two run side by side instead. Each 256-byte block is cut into
+// eight 32-byte segments:
+//
+//	offset  0   32   64   96   128  160  192  224  256
+//	        | Y1 | c  | Y2 | c  | Y3 | c  | Y4 | c  |
+//
+// The segments at 0, 64, 128 and 192 are folded into the accumulators Y1-Y4 by 2048 bits
+// per block (constant k2048, low half, in Y0), as FOLD4 folds its lanes. Each segment c is
+// checksummed by the CRC32 instruction from a zero register and stands in the fold as zeros;
+// its 32-bit result r = c·x^32 mod P joins the first 4 bytes of the segment after it, which
+// is the same polynomial modulo P (the identity by which a running CRC joins the next data).
+// The last segment's result, X14 (upper bits zero), joins the next block's first segment,
+// or, at the end of the stream, the reduced value itself. State: Y1-Y4 (128 bytes), then
+// X14's low 32 bits.
+
+// CRCSEG sets AX to the CRC32 instruction's register over the 32 bytes at off(base), from
+// zero.
+#define CRCSEG(base, off) \
+	XORL   AX, AX; \
+	CRC32Q (off)(base), AX; \
+	CRC32Q (off+8)(base), AX; \
+	CRC32Q (off+16)(base), AX; \
+	CRC32Q (off+24)(base), AX
+
+// FOLDH folds the 256-byte block at base into Y1-Y4 and X14 as described above. Y9-Y13 and
+// Y15 and AX are scratch.
+#define FOLDH(base) \
+	VMOVDQU    (base), Y9; \
+	VMOVDQU    64(base), Y10; \
+	VMOVDQU    128(base), Y11; \
+	VMOVDQU    192(base), Y12; \
+	VPXOR      Y14, Y9, Y9; \
+	CRCSEG(base, 32); \
+	VMOVD      AX, X13; \
+	VPXOR      Y13, Y10, Y10; \
+	CRCSEG(base, 96); \
+	VMOVD      AX, X15; \
+	VPXOR      Y15, Y11, Y11; \
+	CRCSEG(base, 160); \
+	VMOVD      AX, X13; \
+	VPXOR      Y13, Y12, Y12; \
+	CRCSEG(base, 224); \
+	VMOVD      AX, X14; \
+	VPCLMULQDQ $0x11, Y0, Y1, Y13; \
+	VPCLMULQDQ $0x00, Y0, Y1, Y1; \
+	VPCLMULQDQ $0x11, Y0, Y2, Y15; \
+	VPCLMULQDQ $0x00, Y0, Y2, Y2; \
+	VPXOR      Y13, Y9, Y9; \
+	VPXOR      Y15, Y10, Y10; \
+	VPXOR      Y9, Y1, Y1; \
+	VPXOR      Y10, Y2, Y2; \
+	VPCLMULQDQ $0x11, Y0, Y3, Y13; \
+	VPCLMULQDQ $0x00, Y0, Y3, Y3; \
+	VPCLMULQDQ $0x11, Y0, Y4, Y15; \
+	VPCLMULQDQ $0x00, Y0, Y4, Y4; \
+	VPXOR      Y13, Y11, Y11; \
+	VPXOR      Y15, Y12, Y12; \
+	VPXOR      Y11, Y3, Y3; \
+	VPXOR      Y12, Y4, Y4
+
+// LOADACCH and STOREACCH move the state (Y1-Y4 and X14) from and to the 256 bytes at reg.
+#define LOADACCH(reg) \
+	VMOVDQU (reg), Y1; \
+	VMOVDQU 32(reg), Y2; \
+	VMOVDQU 64(reg), Y3; \
+	VMOVDQU 96(reg), Y4; \
+	VMOVD   128(reg), X14
+
+#define STOREACCH(reg) \
+	VMOVDQU Y1, (reg); \
+	VMOVDQU Y2, 32(reg); \
+	VMOVDQU Y3, 64(reg); \
+	VMOVDQU Y4, 96(reg); \
+	VMOVD   X14, 128(reg)

@@ -12,9 +12,11 @@ import (
 
 // TestFolder feeds random streams to a Folder in random pieces (folded in place, or gathered
 // and folded) and checks Sum against hash/crc32 over the same bytes, and each copy.
-func TestFolder(t *testing.T) {
+func TestFolder(t *testing.T) { eachLevel(t, testFolder) }
+
+func testFolder(t *testing.T) {
 	seed := testseed.Get(t)
-	t.Logf("vector kernel: %v", Vector())
+	t.Logf("vector kernel: %s", Kernel())
 	r := rand.New(rand.NewPCG(seed, 2))
 	for round := 0; round < 300; round++ {
 		size := r.IntN(64 << 10)
@@ -74,7 +76,9 @@ func TestFolderRejectsPartialBlocks(t *testing.T) {
 	f.Blocks(make([]byte, 65))
 }
 
-func TestCombine(t *testing.T) {
+func TestCombine(t *testing.T) { eachLevel(t, testCombine) }
+
+func testCombine(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	buf := make([]byte, 1<<20)
 	for i := range buf {
@@ -98,9 +102,11 @@ func TestCombine(t *testing.T) {
 // (not yet folded), then pieces of random lengths gathered behind them, call after call,
 // each call starting at the first unfolded byte. It checks the copy, that nothing past the
 // pieces is written, the count folded, and Sum and SumAfter against hash/crc32.
-func TestFolderGather(t *testing.T) {
+func TestFolderGather(t *testing.T) { eachLevel(t, testFolderGather) }
+
+func testFolderGather(t *testing.T) {
 	seed := testseed.Get(t)
-	t.Logf("vector kernel: %v", Vector())
+	t.Logf("vector kernel: %s", Kernel())
 	r := rand.New(rand.NewPCG(seed, 4))
 	pieceLen := func() int {
 		switch r.IntN(6) {
@@ -188,7 +194,9 @@ func TestFolderGatherRejectsShortDst(t *testing.T) {
 
 // TestShift checks Shift against the bitwise multiplication, on random registers and
 // distances (every low-bit pattern, and up to 2^40-1), and Raw against a patched checksum.
-func TestShift(t *testing.T) {
+func TestShift(t *testing.T) { eachLevel(t, testShift) }
+
+func testShift(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 20000; i++ {
 		reg := r.Uint32()

@@ -1,0 +1,19 @@
+//go:build amd64 && !purego
+
+package crc32c
+
+import "testing"
+
+// eachLevel runs f as a subtest once for every kernel this CPU can run, from the one
+// detected down to none (hash/crc32 alone), with that kernel selected.
+func eachLevel[T interface {
+	testing.TB
+	Run(string, func(T)) bool
+}](t T, f func(T)) {
+	detected := level
+	defer func() { level = detected }()
+	for l := detected; l >= levelNone; l-- {
+		level = l
+		t.Run(Kernel(), f)
+	}
+}
