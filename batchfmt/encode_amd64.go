@@ -25,7 +25,7 @@ var (
 )
 
 // recordKernel reports whether uncompressed appends are written by encodeRecords.
-var recordKernel = crc32c.Vector()
+var recordKernel = crc32c.Kernel() == "avx512"
 
 // encodeRecords writes the frames of recs to dst+w onwards and folds each whole 256-byte
 // block of dst, from its start, into acc as it is written (as crc32c.Folder.Gather does).

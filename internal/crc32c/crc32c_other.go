@@ -6,7 +6,9 @@ const level = levelNone
 
 const useClmul = false
 
-func updateVector(crc uint32, p []byte) (uint32, int) { panic("crc32c: no vector kernel on this platform") }
+func updateVector(crc uint32, p []byte) (uint32, int) {
+	panic("crc32c: no vector kernel on this platform")
+}
 
 func foldBlocks(acc *[256]byte, p []byte) { panic("crc32c: no vector kernel on this platform") }
 
