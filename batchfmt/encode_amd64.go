@@ -24,8 +24,9 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(recMeta{}.ts)-12]
 )
 
-// recordKernel reports whether uncompressed appends are written by encodeRecords.
-var recordKernel = crc32c.Kernel() == "avx512"
+// recordKernel reports whether uncompressed appends are written by encodeRecords: wherever
+// crc32c runs a vector kernel, whose checksum state the record kernels fold into.
+var recordKernel = crc32c.Vector()
 
 // encodeRecords writes the frames of recs to dst+w onwards and folds each whole 256-byte
 // block of dst, from its start, into acc as it is written (as crc32c.Folder.Gather does).
@@ -43,9 +44,21 @@ var recordKernel = crc32c.Kernel() == "avx512"
 //
 // In both modes written is -1 if a record changed while it was being written (a racing
 // writer): its bytes disagree with the size the kernel wrote for it.
+func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int) {
+	if crc32c.Kernel() == "avx2" {
+		return encodeRecordsY(acc, dst, w, end, recs, metas)
+	}
+	return encodeRecords512(acc, dst, w, end, recs, metas)
+}
+
+// encodeRecords512 (encode_amd64.s) and encodeRecordsY (encode_avx2_amd64.s) are
+// encodeRecords with AVX-512 and with AVX2, for crc32c's kernel of the same name.
 //
 //go:noescape
-func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
+func encodeRecords512(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
+
+//go:noescape
+func encodeRecordsY(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 
 // sizeRecords sizes recs as recordSize and frameLead do and fills metas for encodeRecords,
 // as many records as both slices hold, stopping before the first record with an empty

@@ -8,6 +8,7 @@
 // four 512-bit accumulators, 256 bytes per step.
 
 #include "../internal/crc32c/fold_amd64.h"
+#include "encode_amd64.h"
 
 // A block is folded once it lies LAG bytes behind the write position, so that its stores
 // have left the store buffer and it is read back from the L1 cache.
@@ -31,24 +32,6 @@
 	JB   skip; \
 	FOLDBLOCK; \
 skip:
-
-// PUTLEN writes the length in reg at R9 as 2 big-endian bytes, or as the escape 0xFFFF and
-// 4 bytes when it is 0xFFFF or more, and moves R9 past it.
-#define PUTLEN(reg, escape, done) \
-	CMPQ   reg, $0xFFFF; \
-	JAE    escape; \
-	MOVL   reg, AX; \
-	ROLW   $8, AX; \
-	MOVW   AX, (R9); \
-	ADDQ   $2, R9; \
-	JMP    done; \
-escape: \
-	MOVW   $0xFFFF, (R9); \
-	MOVL   reg, AX; \
-	BSWAPL AX; \
-	MOVL   AX, 2(R9); \
-	ADDQ   $6, R9; \
-done:
 
 // COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
 // goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
@@ -105,74 +88,7 @@ l32: \
 	ADDQ       R12, R9; \
 done:
 
-// SIZEHEADERS sizes the record at SI as recordSize does: M its metered size (8, 2 per
-// header, names, values and body), W its frame's length without the magic byte, the
-// metered size's field and the timestamp (the count field, each header's two length fields
-// with their 0xFFFF escapes, names, values and body). A header with an empty name (a
-// command record, or an invalid one) jumps to cmd. BX, R12 and AX are scratch.
-#define SIZEHEADERS(M, W, cmd) \
-	MOVQ  24(SI), R12; \
-	MOVQ  16(SI), BX; \
-	MOVQ  48(SI), AX; \
-	LEAQ  8(AX)(R12*2), M; \
-	LEAQ  2(AX), W; \
-	CMPQ  R12, $0xFFFF; \
-	JB    sizeHeader; \
-	ADDQ  $4, W; \
-sizeHeader: \
-	TESTQ R12, R12; \
-	JZ    sizeDone; \
-	MOVQ  8(BX), AX; \
-	TESTQ AX, AX; \
-	JZ    cmd; \
-	ADDQ  AX, M; \
-	LEAQ  4(W)(AX*1), W; \
-	CMPQ  AX, $0xFFFF; \
-	JB    sizeValue; \
-	ADDQ  $4, W; \
-sizeValue: \
-	MOVQ  32(BX), AX; \
-	ADDQ  AX, M; \
-	ADDQ  AX, W; \
-	CMPQ  AX, $0xFFFF; \
-	JB    sizeNext; \
-	ADDQ  $4, W; \
-sizeNext: \
-	ADDQ  $48, BX; \
-	DECQ  R12; \
-	JMP   sizeHeader; \
-sizeDone:
-
-// LEADOF completes SIZEHEADERS as frameLead does: AX the length of the metered size's field
-// (1, 2 or 3 bytes), BX 1 if the record has a timestamp, W the whole frame's length, and
-// LEAD the frame's first 4 bytes in memory order (the magic byte, then the metered size,
-// big-endian). M must fit in 3 bytes (the caller's 1 MiB check). T is scratch.
-#define LEADOF(M, W, LEAD, T) \
-	MOVL    $1, AX; \
-	CMPQ    M, $0x100; \
-	JB      leadMagic; \
-	MOVL    $2, AX; \
-	CMPQ    M, $0x10000; \
-	JB      leadMagic; \
-	MOVL    $3, AX; \
-leadMagic: \
-	MOVBLZX 8(SI), BX; \
-	LEAQ    1(W)(AX*1), W; \
-	LEAQ    (W)(BX*8), W; \
-	LEAL    -1(AX), T; \
-	SHLL    $3, T; \
-	ORL     $2, T; \
-	MOVL    BX, LEAD; \
-	SHLL    $5, LEAD; \
-	ORL     LEAD, T; \
-	MOVL    $3, LEAD; \
-	SUBL    AX, LEAD; \
-	SHLL    $3, LEAD; \
-	SHLXL   LEAD, M, LEAD; \
-	BSWAPL  LEAD; \
-	ORL     T, LEAD
-
-// func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
+// func encodeRecords512(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 //
 // Records (64 bytes): Timestamp at 0, HasTimestamp at 8, Headers at 16 (base, len), Body at
 // 40 (base, len). Headers (48 bytes): Name at 0, Value at 24. recMeta (16 bytes): lead at 0
@@ -196,7 +112,7 @@ leadMagic: \
 // Registers: SI record, DI meta (0 without metas), CX records left, R8 end, DX end of this
 // frame, R9 write position, R10 fold position, BX header, R14 end of headers, R11/R12 copy
 // source and length, R13 all ones, AX scratch; the metered total is kept in a local.
-TEXT ·encodeRecords(SB), NOSPLIT, $8-112
+TEXT ·encodeRecords512(SB), NOSPLIT, $8-112
 	MOVQ      acc+0(FP), DI
 	VMOVDQU64 (DI), Z1
 	VMOVDQU64 64(DI), Z2

@@ -10,13 +10,32 @@ import (
 	"github.com/sluice-dev/sluice/internal/crc32c"
 )
 
+// eachKernel runs f as a subtest under each checksum kernel this CPU runs
+// (crc32c.Kernels), with the record kernel that goes with it: AVX-512, AVX2, or none (the
+// portable path).
+func eachKernel(t *testing.T, f func(*testing.T)) {
+	was := recordKernel
+	defer func() { recordKernel = was }()
+	for _, name := range crc32c.Kernels() {
+		restore, err := crc32c.SetKernel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recordKernel = name != "none"
+		t.Run(name, f)
+		restore()
+	}
+}
+
 // TestRecordKernelMatchesGo encodes the same random appends with the record kernel and with
 // the portable path (heads and pieces, gathered and folded by crc32c.Folder) and requires
 // the same bytes: escapes, command records, empty and long bodies, timestamps, and objects
 // finished mid-way. Where the kernel is not built, both runs take the portable path.
-func TestRecordKernelMatchesGo(t *testing.T) {
+func TestRecordKernelMatchesGo(t *testing.T) { eachKernel(t, testRecordKernelMatchesGo) }
+
+func testRecordKernelMatchesGo(t *testing.T) {
 	seed := testSeed(t)
-	t.Logf("record kernel: %v", recordKernel)
+	t.Logf("record kernel: %v (checksum kernel %s)", recordKernel, crc32c.Kernel())
 	r := rand.New(rand.NewPCG(seed, 11))
 	kernelOn := recordKernel
 	defer func() { recordKernel = kernelOn }()
@@ -59,7 +78,9 @@ func TestRecordKernelMatchesGo(t *testing.T) {
 // TestRecordKernelStopsAtEnd hands the kernel frames whose sizes disagree with the records
 // (as if a record changed after it was sized): it must report the mismatch and write
 // nothing past the end it was given plus the documented slack.
-func TestRecordKernelStopsAtEnd(t *testing.T) {
+func TestRecordKernelStopsAtEnd(t *testing.T) { eachKernel(t, testRecordKernelStopsAtEnd) }
+
+func testRecordKernelStopsAtEnd(t *testing.T) {
 	if !recordKernel {
 		t.Skip("no record kernel on this platform")
 	}
@@ -111,6 +132,10 @@ func kernelMetas(recs []Record) ([]recMeta, int) {
 // catches), and more records than metas. It must refuse or stop short, write nothing past
 // the end plus the slack, and leave the checksum state alone when it refuses.
 func TestRecordKernelRefusesChangedRecords(t *testing.T) {
+	eachKernel(t, testRecordKernelRefusesChangedRecords)
+}
+
+func testRecordKernelRefusesChangedRecords(t *testing.T) {
 	if !recordKernel {
 		t.Skip("no record kernel on this platform")
 	}
@@ -151,7 +176,9 @@ func TestRecordKernelRefusesChangedRecords(t *testing.T) {
 
 // TestRecordKernelEscapedNames covers header names whose length needs the 0xFFFF escape,
 // which random records never reach.
-func TestRecordKernelEscapedNames(t *testing.T) {
+func TestRecordKernelEscapedNames(t *testing.T) { eachKernel(t, testRecordKernelEscapedNames) }
+
+func testRecordKernelEscapedNames(t *testing.T) {
 	for _, nl := range []int{0xFFFE, 0xFFFF, 0x10000, 200000} {
 		in := AppendInput{Records: []Record{
 			{HasTimestamp: true, Timestamp: 0x0102030405060708, Headers: []Header{{Name: bytes.Repeat([]byte("n"), nl), Value: []byte("v")}}, Body: []byte("b")},
@@ -306,7 +333,9 @@ func TestSizeRecordsMatchesGo(t *testing.T) {
 // kernel stops short and the two-pass path takes over: a command record among them, a
 // buffer too small, and a metered total over the limit, which must be refused with the
 // same error either way.
-func TestFusedKernel(t *testing.T) {
+func TestFusedKernel(t *testing.T) { eachKernel(t, testFusedKernel) }
+
+func testFusedKernel(t *testing.T) {
 	if !recordKernel {
 		t.Skip("no record kernel on this platform")
 	}
@@ -390,7 +419,9 @@ func TestFusedKernel(t *testing.T) {
 // whose totals the kernel folded only in part (the fold's edge inside the 8 bytes, after a
 // padding append of every length); and a metered total of exactly MaxAppendBytes, which
 // fits, against one byte more, which does not. All must match the portable path.
-func TestFusedKernelEdges(t *testing.T) {
+func TestFusedKernelEdges(t *testing.T) { eachKernel(t, testFusedKernelEdges) }
+
+func testFusedKernelEdges(t *testing.T) {
 	if !recordKernel {
 		t.Skip("no record kernel on this platform")
 	}

@@ -11,7 +11,9 @@ import (
 // TestRecordKernelReadsNoFurther places every name, value and body so that it ends right
 // before an unmapped page: a load past any of them (the kernel moves the last bytes of a
 // piece with a masked 64-byte load) faults and fails the test.
-func TestRecordKernelReadsNoFurther(t *testing.T) {
+func TestRecordKernelReadsNoFurther(t *testing.T) { eachKernel(t, testRecordKernelReadsNoFurther) }
+
+func testRecordKernelReadsNoFurther(t *testing.T) {
 	pg := syscall.Getpagesize()
 	mem, err := syscall.Mmap(-1, 0, 2*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {

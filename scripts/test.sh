@@ -21,7 +21,7 @@ VERSITYGW_VERSION=v1.8.0
 RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=(install_s2_sdk)
-POST_TEST_STEPS=(test_purego)
+POST_TEST_STEPS=(test_purego test_avx2)
 GO_TEST_FLAGS=(-count=1 -timeout=12m)
 
 log() { printf '\n==> %s\n' "$*"; }
@@ -49,6 +49,14 @@ VGW="$GOBIN_DIR/versitygw"
 test_purego() {
 	log "go test -tags purego (portable paths of the checksum and batch format kernels)"
 	go test "${GO_TEST_FLAGS[@]}" -tags purego ./internal/crc32c/... ./batchfmt/...
+}
+
+# The AVX2 kernels of the checksum and the record encoder, on a CPU with AVX-512 as well
+# (GODEBUG turns AVX-512 off in golang.org/x/sys/cpu). The kernel tests already run every
+# kernel the CPU has; this runs the whole of both packages on the AVX2 one.
+test_avx2() {
+	log "go test with GODEBUG=cpu.avx512f=off (AVX2 kernels, where the CPU has them)"
+	GODEBUG=cpu.avx512f=off go test "${GO_TEST_FLAGS[@]}" ./internal/crc32c/... ./batchfmt/...
 }
 
 install_versitygw() {

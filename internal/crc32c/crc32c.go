@@ -74,5 +74,7 @@ func Vector() bool { return level != levelNone }
 // alone). GODEBUG=cpu.avx512f=off selects the AVX2 kernel on a CPU with both, and
 // cpu.avx2=off then none, as golang.org/x/sys/cpu reads it.
 func Kernel() string {
-	return [...]string{levelNone: "none", levelAVX2: "avx2", levelAVX512: "avx512"}[level]
+	return kernelNames[level]
 }
+
+var kernelNames = [...]string{levelNone: "none", levelAVX2: "avx2", levelAVX512: "avx512"}

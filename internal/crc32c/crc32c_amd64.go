@@ -2,7 +2,11 @@
 
 package crc32c
 
-import "golang.org/x/sys/cpu"
+import (
+	"fmt"
+
+	"golang.org/x/sys/cpu"
+)
 
 // level is the vector kernel this process uses (levelAVX512, levelAVX2 or levelNone):
 // AVX-512 (F, VL, BW) with VPCLMULQDQ on 512-bit registers, or else AVX2 with VPCLMULQDQ on
@@ -119,4 +123,32 @@ func reduceBlock(acc *[256]byte) uint32 {
 		return reduceBlock512(acc)
 	}
 	return reduceBlockY(acc)
+}
+
+// detected is the kernel this CPU runs, the widest SetKernel accepts.
+var detected = level
+
+// Kernels lists the kernels this CPU can run, the detected one first: "avx512", "avx2" and
+// "none" from the detected one down.
+func Kernels() []string {
+	var names []string
+	for l := detected; l >= levelNone; l-- {
+		names = append(names, kernelNames[l])
+	}
+	return names
+}
+
+// SetKernel selects a kernel by its Kernel name, for tests and benchmarks that compare
+// kernels, and returns a function that restores the one selected before. The kernel must be
+// one Kernels lists. It must not be called while any checksum is being computed, and a
+// Folder must be used from Reset to Sum under one kernel: their states differ.
+func SetKernel(name string) (restore func(), err error) {
+	for l := detected; l >= levelNone; l-- {
+		if kernelNames[l] == name {
+			was := level
+			level = l
+			return func() { level = was }, nil
+		}
+	}
+	return nil, fmt.Errorf("crc32c: kernel %q: this CPU runs %v", name, Kernels())
 }

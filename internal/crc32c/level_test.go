@@ -1,5 +1,3 @@
-//go:build amd64 && !purego
-
 package crc32c
 
 import "testing"
@@ -10,10 +8,12 @@ func eachLevel[T interface {
 	testing.TB
 	Run(string, func(T)) bool
 }](t T, f func(T)) {
-	detected := level
-	defer func() { level = detected }()
-	for l := detected; l >= levelNone; l-- {
-		level = l
-		t.Run(Kernel(), f)
+	for _, name := range Kernels() {
+		restore, err := SetKernel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, f)
+		restore()
 	}
 }

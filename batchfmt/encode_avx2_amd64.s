@@ -1,0 +1,310 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The record kernel for CPUs with AVX2 and VPCLMULQDQ but not AVX-512: encodeRecords of
+// encode_amd64.s, with the checksum state and fold of crc32c's AVX2 kernel (FOLDH in
+// fold_amd64.h: half of each block folded on 256-bit registers, half checksummed by the
+// CRC32 instruction) and copies on 256-bit registers. Without byte-masked loads, the last
+// bytes of a piece (fewer than 64) are moved as its first and last 32, 16, 8 or 4 bytes,
+// two loads and stores that overlap, or byte by byte below 4: nothing past the source is
+// read and nothing past the piece written.
+//
+// Registers as in encodeRecords, except: Y0 the fold constant, Y1-Y4 and X14 the checksum
+// state, Y5-Y8 the copy, Y9-Y13 and Y15 the fold's scratch; R13 is scratch in the copy.
+
+#include "../internal/crc32c/fold_amd64.h"
+#include "encode_amd64.h"
+
+// A block is folded once it lies LAG bytes behind the write position, so that its stores
+// have left the store buffer and it is read back from the L1 cache.
+#define LAG 1024
+
+// FOLDBLOCK folds the block at R10 and moves R10 past it. It clobbers AX.
+#define FOLDBLOCK \
+	FOLDH(R10); \
+	ADDQ $256, R10
+
+// FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
+#define FOLDBEHIND(skip) \
+	MOVQ R9, AX; \
+	SUBQ R10, AX; \
+	CMPQ AX, $(256+LAG); \
+	JB   skip; \
+	FOLDBLOCK; \
+skip:
+
+// COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
+// goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
+// few bytes past DX after a length field).
+#define COPY(l256, lfold, l64, ltail, l16, l8, l4, l1, ladvance, done) \
+	MOVQ       DX, AX; \
+	SUBQ       R9, AX; \
+	CMPQ       R12, AX; \
+	JGT        fail; \
+	CMPQ       R12, $256; \
+	JB         l64; \
+l256: \
+	VMOVDQU    (R11), Y5; \
+	VMOVDQU    32(R11), Y6; \
+	VMOVDQU    64(R11), Y7; \
+	VMOVDQU    96(R11), Y8; \
+	VMOVDQU    Y5, (R9); \
+	VMOVDQU    Y6, 32(R9); \
+	VMOVDQU    Y7, 64(R9); \
+	VMOVDQU    Y8, 96(R9); \
+	VMOVDQU    128(R11), Y5; \
+	VMOVDQU    160(R11), Y6; \
+	VMOVDQU    192(R11), Y7; \
+	VMOVDQU    224(R11), Y8; \
+	VMOVDQU    Y5, 128(R9); \
+	VMOVDQU    Y6, 160(R9); \
+	VMOVDQU    Y7, 192(R9); \
+	VMOVDQU    Y8, 224(R9); \
+	ADDQ       $256, R11; \
+	ADDQ       $256, R9; \
+	SUBQ       $256, R12; \
+	FOLDBEHIND(lfold); \
+	CMPQ       R12, $256; \
+	JAE        l256; \
+l64: \
+	CMPQ       R12, $64; \
+	JB         ltail; \
+	VMOVDQU    (R11), Y5; \
+	VMOVDQU    32(R11), Y6; \
+	VMOVDQU    Y5, (R9); \
+	VMOVDQU    Y6, 32(R9); \
+	ADDQ       $64, R11; \
+	ADDQ       $64, R9; \
+	SUBQ       $64, R12; \
+	JMP        l64; \
+ltail: \
+	CMPQ       R12, $32; \
+	JB         l16; \
+	VMOVDQU    (R11), Y5; \
+	VMOVDQU    -32(R11)(R12*1), Y6; \
+	VMOVDQU    Y5, (R9); \
+	VMOVDQU    Y6, -32(R9)(R12*1); \
+	JMP        ladvance; \
+l16: \
+	CMPQ       R12, $16; \
+	JB         l8; \
+	VMOVDQU    (R11), X5; \
+	VMOVDQU    -16(R11)(R12*1), X6; \
+	VMOVDQU    X5, (R9); \
+	VMOVDQU    X6, -16(R9)(R12*1); \
+	JMP        ladvance; \
+l8: \
+	CMPQ       R12, $8; \
+	JB         l4; \
+	MOVQ       (R11), AX; \
+	MOVQ       -8(R11)(R12*1), R13; \
+	MOVQ       AX, (R9); \
+	MOVQ       R13, -8(R9)(R12*1); \
+	JMP        ladvance; \
+l4: \
+	CMPQ       R12, $4; \
+	JB         l1; \
+	MOVL       (R11), AX; \
+	MOVL       -4(R11)(R12*1), R13; \
+	MOVL       AX, (R9); \
+	MOVL       R13, -4(R9)(R12*1); \
+	JMP        ladvance; \
+l1: \
+	TESTQ      R12, R12; \
+	JZ         done; \
+	MOVBLZX    (R11), AX; \
+	MOVB       AX, (R9); \
+	MOVBLZX    -1(R11)(R12*1), AX; \
+	MOVB       AX, -1(R9)(R12*1); \
+	CMPQ       R12, $3; \
+	JB         ladvance; \
+	MOVBLZX    1(R11), AX; \
+	MOVB       AX, 1(R9); \
+ladvance: \
+	ADDQ       R12, R9; \
+done:
+
+// func encodeRecordsY(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
+//
+// encodeRecords (encode_amd64.s) for AVX2, with acc in crc32c's AVX2 layout.
+TEXT ·encodeRecordsY(SB), NOSPLIT, $8-112
+	MOVQ      acc+0(FP), DI
+	LOADACCH(DI)
+	VMOVDQU   k2048<>(SB), Y0
+	MOVQ      dst+8(FP), R10
+	MOVQ      w+16(FP), R9
+	ADDQ      R10, R9
+	MOVQ      end+24(FP), R8
+	ADDQ      R10, R8
+	MOVQ      recs_base+32(FP), SI
+	MOVQ      recs_len+40(FP), CX
+	MOVQ      $0, metered-8(SP)
+	XORQ      DI, DI
+	MOVQ      metas_len+64(FP), AX
+	TESTQ     AX, AX
+	JZ        start
+	CMPQ      AX, CX
+	CMOVQLT   AX, CX // as many records as both slices hold
+	MOVQ      metas_base+56(FP), DI
+
+start:
+	TESTQ CX, CX
+	JZ    drain
+
+record:
+	// Prefetch the record 4 ahead and the headers of the record 2 ahead, which the
+	// hardware's prefetcher does not follow (they are allocations of their own). A nil
+	// pointer is replaced by SI: a prefetch never faults, but one of an unmapped address
+	// can cost a page walk. (Which of these are prefetched, and how far ahead, moves
+	// encoding by well under a microsecond per MiB.)
+	CMPQ       CX, $4
+	JBE        fetchNear
+	PREFETCHT0 (4*64)(SI)
+
+fetchNear:
+	CMPQ       CX, $2
+	JBE        fetched
+	MOVQ       (2*64+16)(SI), AX
+	TESTQ      AX, AX
+	CMOVQEQ    SI, AX
+	PREFETCHT0 (AX)
+
+fetched:
+	TESTQ DI, DI
+	JZ    size
+	MOVL 8(DI), DX
+	ADDQ R9, DX     // the frame's end
+	CMPQ DX, R8
+	JA   fail
+	MOVL 0(DI), AX
+	MOVL AX, (R9)   // magic and metered size; a frame is at least 4 bytes
+	MOVL 4(DI), AX
+	ADDQ AX, R9
+	CMPL 12(DI), $0
+	JE   count
+	MOVQ 0(SI), AX
+	BSWAPQ AX
+	MOVQ AX, (R9)
+	ADDQ $8, R9
+
+count:
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 16(SI), BX // headers
+	MOVQ 24(SI), R12
+	LEAQ (R12)(R12*2), R14
+	SHLQ $4, R14
+	ADDQ BX, R14
+	PUTLEN(R12, countEscape, countDone)
+
+header:
+	CMPQ BX, R14
+	JAE  body
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 8(BX), R12
+	PUTLEN(R12, nameEscape, nameLen)
+	MOVQ 0(BX), R11
+	COPY(name256, nameFold, name64, nameTail, name16, name8, name4, name1, nameAdvance, nameDone)
+	CMPQ R9, DX
+	JA   fail
+	MOVQ 32(BX), R12
+	PUTLEN(R12, valueEscape, valueLen)
+	MOVQ 24(BX), R11
+	COPY(value256, valueFold, value64, valueTail, value16, value8, value4, value1, valueAdvance, valueDone)
+	ADDQ $48, BX
+	JMP  header
+
+body:
+	MOVQ 40(SI), R11
+	MOVQ 48(SI), R12
+	COPY(body256, bodyFold, body64, bodyTail, body16, body8, body4, body1, bodyAdvance, bodyDone)
+	CMPQ R9, DX
+	JNE  fail
+
+recordFold:
+	// Fold every block now LAG behind: records without a piece of 256 bytes or more
+	// fold nothing while they are copied.
+	MOVQ R9, AX
+	SUBQ R10, AX
+	CMPQ AX, $(256+LAG)
+	JB   recordNext
+	FOLDBLOCK
+	JMP  recordFold
+
+recordNext:
+	ADDQ  $64, SI
+	LEAQ  16(DI), AX
+	TESTQ DI, DI
+	CMOVQNE AX, DI
+	DECQ  CX
+	JNZ   record
+
+drain:
+	// The end: fold every whole block written.
+	MOVQ R9, AX
+	SUBQ R10, AX
+	CMPQ AX, $256
+	JB   done
+	FOLDBLOCK
+	JMP  drain
+
+done:
+	MOVQ      acc+0(FP), DI
+	STOREACCH(DI)
+	VZEROUPPER
+	MOVQ      dst+8(FP), AX
+	SUBQ      AX, R10
+	MOVQ      R10, folded+88(FP)
+	JMP       results
+
+stop:
+	// Without metas: the record at SI is the caller's to handle; acc is left as it was.
+	VZEROUPPER
+	MOVQ $0, folded+88(FP)
+
+results:
+	MOVQ dst+8(FP), AX
+	SUBQ AX, R9
+	MOVQ R9, written+80(FP)
+	MOVQ metered-8(SP), AX
+	MOVQ AX, metered+96(FP)
+	MOVQ recs_base+32(FP), AX
+	SUBQ AX, SI
+	SHRQ $6, SI
+	MOVQ SI, done+104(FP)
+	RET
+
+fail:
+	VZEROUPPER
+	MOVQ $-1, written+80(FP)
+	MOVQ $0, folded+88(FP)
+	MOVQ $0, metered+96(FP)
+	MOVQ $0, done+104(FP)
+	RET
+
+size:
+	// Without metas: size the record at SI, then write its magic byte, metered size and
+	// timestamp, and go on at count.
+	SIZEHEADERS(R11, DX, stop)
+	MOVQ metered-8(SP), AX
+	ADDQ R11, AX
+	CMPQ AX, $0x100000 // MaxAppendBytes: the caller reports the append
+	JA   stop
+	LEADOF(R11, DX, R12, R14)
+	ADDQ R9, DX        // the frame's end
+	CMPQ DX, R8
+	JA   stop          // no room: the caller grows the buffer
+	MOVQ metered-8(SP), R14
+	ADDQ R11, R14
+	MOVQ R14, metered-8(SP) // the total of the records written
+	MOVL R12, (R9)     // magic and metered size; a frame is at least 4 bytes
+	LEAQ 1(R9)(AX*1), R9
+	TESTQ BX, BX
+	JZ   count
+	MOVQ 0(SI), AX
+	BSWAPQ AX
+	MOVQ AX, (R9)
+	ADDQ $8, R9
+	JMP  count
