@@ -102,8 +102,10 @@
 // header, compresses if configured and appends the CRC. An uncompressed object's CRC32C is
 // computed while it is written, each 256-byte block folded into the checksum
 // (internal/crc32c's Folder) shortly after it is written, while it is still in the L1
-// cache. On amd64 with AVX-512 a record kernel (encode_amd64.s) writes an append's frames
-// straight from its Records and folds as it goes. For appends of 32 records and more it
+// cache. On amd64 a record kernel writes an append's frames straight from its Records and
+// folds as it goes: encode_amd64.s with AVX-512, encode_avx2_amd64.s with AVX2 and
+// VPCLMULQDQ (AMD Zen 3, Intel client cores from Alder Lake on), each on the checksum state
+// of internal/crc32c's kernel for the same CPU. For appends of 32 records and more it
 // sizes each record just before writing it, so each record is read once; the append's
 // totals, known only at the end, are written into its header then, and if the kernel had
 // already folded their zero placeholders the checksum is patched (it is linear:
@@ -132,27 +134,36 @@
 // (each body, header slice, name and value an allocation of its own, among others: records
 // built one by one) and wire (slices of one request buffer, as s2api decodes an append: the
 // daemon's path). Speed of the operation over that of its baseline, medians per process,
-// ranges over three processes, on the shared 2-core AMD EPYC development machine. Figures
+// ranges over processes, on the shared 2-core AMD EPYC development machine (AVX-512). Figures
 // vary more between processes than within one, because where an input's pages fall in the
 // caches moves it: input sets of one shape, built in one process (wire layout, frames of
 // 1024 and 1026 bytes), encoded in 38 µs and 43 µs in one run and the other way round in the
 // next. They vary more still with the machine's load.
 //
-//	                             apart       interleaved
-//	encode  1 KiB  none  heap    0.69-0.80   0.93-1.20
-//	encode  1 KiB  none  wire    0.72-0.86   1.04-1.24
-//	encode 64 KiB  none  heap    0.91-1.11   1.06-1.66
-//	encode 64 KiB  none  wire    0.95-1.04   1.12-1.42
-//	decode  1 KiB  none          0.84-0.91   1.03-1.30
-//	decode 64 KiB  none          1.38-2.00   1.61-2.06
-//	zstd, 1 and 64 KiB           0.94-1.19   0.94-0.99
+//	                             AVX-512                  AVX2
+//	                             apart       interleaved  apart       interleaved
+//	encode  1 KiB  none  heap    0.69-0.84   0.82-1.20    0.56-0.75   0.77-0.98
+//	encode  1 KiB  none  wire    0.72-0.91   0.86-1.24    0.77-0.82   0.80-0.95
+//	encode 64 KiB  none  heap    0.91-1.15   1.06-1.66    0.83-1.03   0.95-1.23
+//	encode 64 KiB  none  wire    0.94-1.06   1.03-1.42    0.94-0.98   0.97-1.19
+//	decode  1 KiB  none          0.84-1.02   0.86-1.30    0.68-0.77   0.86-0.99
+//	decode 64 KiB  none          1.38-2.00   1.61-2.06    1.07-1.31   1.20-1.49
+//	zstd, 1 and 64 KiB           0.89-1.19   0.94-0.99    0.79-1.09   0.93-0.99
 //	100 B bodies (no target): none 0.2-0.3; zstd 0.78-1.01
 //
-// (Six processes over one afternoon, zstd and 100 B in three of them.)
+// (AVX-512: nine processes over two days, zstd and 100 B in six of them. AVX2: three
+// processes on the same machine with GODEBUG=cpu.avx512f=off, which selects the AVX2 kernels
+// of this package and internal/crc32c; zstd is the same code either way, so its spread is
+// the machine's. Without either kernel (the purego tag, other architectures, or an amd64
+// CPU without VPCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s, and runs after the
+// copy instead of beside it; one process with purego measured, apart / interleaved, encode
+// 0.30 / 0.37-0.41 (1 KiB) and 0.41-0.44 / 0.51-0.53 (64 KiB), decode 0.49 / 0.55 (1 KiB)
+// and 0.65 / 0.78 (64 KiB): far under the target, which these paths cannot meet while the
+// checksum alone takes longer than the copy.)
 //
 // Under heavier load from other machines' work the 1 KiB heap encode has measured 0.60-0.71
-// apart and 0.78-0.95 interleaved: the 1 KiB encodes, run apart, are the paths that fall
-// under the 0.8 target.
+// apart and 0.78-0.95 interleaved (AVX-512): the 1 KiB encodes, run apart, are the paths that
+// fall under the 0.8 target, and on the AVX2 kernels the 1 KiB decode as well.
 // Interleaved ratios are the higher ones because the copy slows down, not because the
 // operation speeds up: run between encodes, the copy of a 1 MiB payload manages about 20 GB/s,
 // against 34 GB/s in a loop of its own, while encoding keeps its speed. With the input pushed
@@ -163,8 +174,10 @@
 // four payloads in turn, in six processes.
 //
 // What bounds the uncompressed paths: the CRC32C the format requires (internal/crc32c runs
-// at 65-73 GB/s here with its hybrid kernel, against 23-24 GB/s for hash/crc32; a copy of
-// the same cache-warm megabyte takes about 30 µs, the checksum alone 14-15 µs), and
+// at 65-73 GB/s here with its AVX-512 hybrid kernel and 50-55 GB/s with its AVX2 one,
+// against 23-25 GB/s for hash/crc32; a copy of the same cache-warm megabyte takes about
+// 30 µs, the checksum alone 14-15 µs, or 19-21 µs on AVX2, which is what the AVX2 decode
+// loses), and
 // per-record work for each of the ~1000 records of 1 KiB. Decoding runs the checksum over
 // the object, then parses each record as the Iterator returns it (about 17 ns per record):
 // about 33 µs per MiB. Encoding hides most of the checksum behind its copy (a loop copying

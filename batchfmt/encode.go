@@ -41,7 +41,7 @@ type Encoder struct {
 	// another; pieces lists head, body, head, body, ... in object order, for one gather.
 	heads  []byte
 	pieces [][]byte
-	// With the record kernel (amd64 with AVX-512), pieces are not needed: metas describes
+	// With a record kernel (amd64 with AVX-512, or AVX2 and VPCLMULQDQ), pieces are not needed: metas describes
 	// each record's frame, and the kernel reads the rest from the Records.
 	metas []recMeta
 }
