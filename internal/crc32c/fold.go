@@ -45,6 +45,9 @@ func (f *Folder) Blocks(p []byte) {
 	f.n += len(p)
 }
 
+// gatherStep is how far Gather's copies run ahead of its checksum.
+const gatherStep = 8 << 10
+
 // Gather copies pieces into dst one after another, starting at dst[w:], and folds the whole
 // blocks of dst from its start: dst[:w] holds bytes written before and not yet folded. It
 // returns the number of bytes folded, the largest multiple of BlockSize that has been
@@ -62,12 +65,19 @@ func (f *Folder) Gather(dst []byte, w int, pieces [][]byte) (folded int) {
 	if w < 0 || end > len(dst) {
 		panic("crc32c: Folder.Gather: dst is too short for the pieces")
 	}
+	// Fold as the copies go, a few KiB behind, so that the checksum reads bytes still in the
+	// nearest caches rather than the whole of a large gather at the end.
 	for _, p := range pieces {
 		w += copy(dst[w:], p)
+		if w-folded >= gatherStep {
+			n := (w - folded) &^ (BlockSize - 1)
+			f.Blocks(dst[folded : folded+n])
+			folded += n
+		}
 	}
-	folded = w &^ (BlockSize - 1)
-	f.Blocks(dst[:folded])
-	return folded
+	n := (w - folded) &^ (BlockSize - 1)
+	f.Blocks(dst[folded : folded+n])
+	return folded + n
 }
 
 // Sum returns the CRC-32C of the folded bytes followed by tail. It does not change the
