@@ -71,8 +71,9 @@ const (
 func Vector() bool { return level != levelNone }
 
 // Kernel names the vector kernel this process uses: "avx512", "avx2" or "none" (hash/crc32
-// alone). GODEBUG=cpu.avx512f=off selects the AVX2 kernel on a CPU with both, and
-// cpu.avx2=off then none, as golang.org/x/sys/cpu reads it.
+// alone). GODEBUG=cpu.avx512f=off selects the AVX2 kernel on a CPU with both, and adding
+// cpu.avx2=off selects none, as golang.org/x/sys/cpu reads it. (x/sys/cpu has no switch for
+// VPCLMULQDQ apart from AVX-512's: cpu.avx512vpclmulqdq=off leaves the AVX2 kernel.)
 func Kernel() string {
 	return kernelNames[level]
 }

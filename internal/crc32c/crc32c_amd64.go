@@ -8,23 +8,30 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// level is the vector kernel this process uses (levelAVX512, levelAVX2 or levelNone):
-// AVX-512 (F, VL, BW) with VPCLMULQDQ on 512-bit registers, or else AVX2 with VPCLMULQDQ on
-// 256-bit registers. Both also need PCLMULQDQ and SSE4.2 (the CRC32 instruction) for the
-// reduction, and BMI2 for batchfmt's record kernels, which fold into a Folder's State.
+// level is the vector kernel this process uses: the widest that runs here (see runs).
 var level = detectLevel()
 
-func detectLevel() int {
-	base := cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42 && cpu.X86.HasBMI2
-	switch {
-	case !base:
-		return levelNone
-	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ:
-		return levelAVX512
-	case cpu.X86.HasAVX2 && hasVPCLMULQDQ():
-		return levelAVX2
+// runs reports whether the CPU has what kernel l needs: AVX-512 (F, VL, BW) with VPCLMULQDQ
+// for 512-bit registers, AVX2 with VPCLMULQDQ for 256-bit ones; both also PCLMULQDQ,
+// SSE4.1 and SSE4.2 (the CRC32 instruction) for the reduction, and BMI2 for batchfmt's record
+// kernels, which fold into a Folder's State.
+func runs(l int) bool {
+	base := cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE41 && cpu.X86.HasSSE42 && cpu.X86.HasBMI2
+	switch l {
+	case levelAVX512:
+		return base && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ
+	case levelAVX2:
+		return base && cpu.X86.HasAVX2 && hasVPCLMULQDQ()
 	}
-	return levelNone
+	return l == levelNone
+}
+
+func detectLevel() int {
+	l := levelAVX512
+	for !runs(l) {
+		l--
+	}
+	return l
 }
 
 // hasVPCLMULQDQ reads the VPCLMULQDQ feature bit (CPUID leaf 7, ECX bit 10), which
@@ -125,15 +132,14 @@ func reduceBlock(acc *[256]byte) uint32 {
 	return reduceBlockY(acc)
 }
 
-// detected is the kernel this CPU runs, the widest SetKernel accepts.
-var detected = level
-
-// Kernels lists the kernels this CPU can run, the detected one first: "avx512", "avx2" and
-// "none" from the detected one down.
+// Kernels lists the kernels this CPU can run, widest first: some of "avx512" and "avx2",
+// then "none".
 func Kernels() []string {
 	var names []string
-	for l := detected; l >= levelNone; l-- {
-		names = append(names, kernelNames[l])
+	for l := levelAVX512; l >= levelNone; l-- {
+		if runs(l) {
+			names = append(names, kernelNames[l])
+		}
 	}
 	return names
 }
@@ -143,8 +149,8 @@ func Kernels() []string {
 // one Kernels lists. It must not be called while any checksum is being computed, and a
 // Folder must be used from Reset to Sum under one kernel: their states differ.
 func SetKernel(name string) (restore func(), err error) {
-	for l := detected; l >= levelNone; l-- {
-		if kernelNames[l] == name {
+	for l := levelAVX512; l >= levelNone; l-- {
+		if kernelNames[l] == name && runs(l) {
 			was := level
 			level = l
 			return func() { level = was }, nil

@@ -358,7 +358,8 @@ shiftDone:
 // REDUCEH reduces the state in Y1-Y4 and X14 to the 32-bit running value in AX: Y1 into Y2,
 // Y3 and Y4 by 512 bits each (the 64-byte period of the folded segments); Y4's low lane into
 // its high one; that lane past the 32 bytes of the last segment, which stand as zeros; then
-// BARRETT, and the last segment's own result joins. Clobbers X0-X5, X9 and the upper state.
+// BARRETT, and the last segment's own result joins. Clobbers X0-X5, X9, R8 and the upper
+// state.
 #define REDUCEH \
 	VMOVDQU      k512<>(SB), Y0; \
 	FOLDY(Y1, Y2); \

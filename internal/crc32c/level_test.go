@@ -2,8 +2,8 @@ package crc32c
 
 import "testing"
 
-// eachLevel runs f as a subtest once for every kernel this CPU can run, from the one
-// detected down to none (hash/crc32 alone), with that kernel selected.
+// eachLevel runs f as a subtest once for every kernel this CPU can run, from the
+// widest down to none (hash/crc32 alone), with that kernel selected.
 func eachLevel[T interface {
 	testing.TB
 	Run(string, func(T)) bool
