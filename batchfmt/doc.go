@@ -156,10 +156,11 @@
 // of this package and internal/crc32c; zstd is the same code either way, so its spread is
 // the machine's. Without either kernel (the purego tag, other architectures, or an amd64
 // CPU without VPCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s, and runs after the
-// copy instead of beside it; one process with purego measured, apart / interleaved, encode
-// 0.30 / 0.37-0.41 (1 KiB) and 0.41-0.44 / 0.51-0.53 (64 KiB), decode 0.49 / 0.55 (1 KiB)
-// and 0.65 / 0.78 (64 KiB): far under the target, which these paths cannot meet while the
-// checksum alone takes longer than the copy.)
+// copy (every 8 KiB, while the bytes are in the near caches) instead of beside it; two
+// processes with purego measured, apart / interleaved, encode 0.30-0.38 / 0.43-0.50 (1 KiB)
+// and 0.40-0.43 / 0.63-0.72 (64 KiB), decode 0.48-0.53 / 0.62-0.69 (1 KiB) and 0.66 /
+// 0.84-1.08 (64 KiB): under the target, which these paths cannot meet while the checksum
+// alone takes longer than the copy.)
 //
 // Under heavier load from other machines' work the 1 KiB heap encode has measured 0.60-0.71
 // apart and 0.78-0.95 interleaved (AVX-512): the 1 KiB encodes, run apart, are the paths that
