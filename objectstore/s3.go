@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -534,9 +535,62 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string, limit int
 		return ListPage{}, NewOpError("list", prefix, nil, err)
 	}
 	limit = PageLimit(limit)
+	if utf8.ValidString(prefix) && utf8.ValidString(startAfter) {
+		return s.listPage(ctx, prefix, prefix, startAfter, limit)
+	}
+	// Keys are valid UTF-8 (ValidateKey), but the contract takes any prefix and startAfter,
+	// and some servers refuse what is not UTF-8 (SeaweedFS answers 500). Ask for their
+	// valid parts and filter here: a prefix that ends part-way through a character matches
+	// the keys that go on with it; one with a byte no character can continue with matches
+	// none; a startAfter's valid part sorts at or before it.
+	sendPrefix := validHead(prefix)
+	if rest := prefix[len(sendPrefix):]; rest != "" && utf8.FullRuneInString(rest) {
+		return ListPage{}, nil
+	}
+	page := ListPage{Objects: make([]ObjectInfo, 0, limit)}
+	cursor := validHead(startAfter)
+	for {
+		got, err := s.listPage(ctx, prefix, sendPrefix, cursor, limit)
+		if err != nil {
+			return ListPage{}, err
+		}
+		for _, o := range got.Objects {
+			switch {
+			case strings.HasPrefix(o.Key, prefix) && o.Key > startAfter:
+				if len(page.Objects) == limit {
+					page.NextStartAfter = page.Objects[limit-1].Key
+					return page, nil
+				}
+				page.Objects = append(page.Objects, o)
+			case o.Key > prefix && !strings.HasPrefix(o.Key, prefix):
+				return page, nil // past the keys with prefix, which sort together
+			}
+		}
+		if got.NextStartAfter == "" {
+			return page, nil
+		}
+		cursor = got.NextStartAfter
+	}
+}
+
+// validHead returns the longest prefix of s that is valid UTF-8.
+func validHead(s string) string {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return s[:i]
+		}
+		i += n
+	}
+	return s
+}
+
+// listPage is one ListObjectsV2 call: up to limit keys starting with sendPrefix after
+// startAfter (the caller's prefix names the operation in errors).
+func (s *S3Store) listPage(ctx context.Context, prefix, sendPrefix, startAfter string, limit int) (ListPage, error) {
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(limit))}
-	if prefix != "" {
-		in.Prefix = aws.String(prefix)
+	if sendPrefix != "" {
+		in.Prefix = aws.String(sendPrefix)
 	}
 	if startAfter != "" {
 		in.StartAfter = aws.String(startAfter)
