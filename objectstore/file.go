@@ -393,6 +393,14 @@ func (s *FileStore) publish(key, tmp, final string, fn func(string, string) erro
 		if err == nil {
 			return created, nil
 		}
+		if attempt < publishAttempts && (errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR)) {
+			// Directories where the object goes that hold no file (left by a failed put or
+			// a crash) hold no key: remove them and try again. A file under them is a key,
+			// and the conflict stands.
+			if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() && removeEmptyTree(final) == nil {
+				continue
+			}
+		}
 		if !errors.Is(err, fs.ErrNotExist) || attempt == publishAttempts {
 			return created, err
 		}
@@ -402,6 +410,25 @@ func (s *FileStore) publish(key, tmp, final string, fn func(string, string) erro
 			return created, err
 		}
 	}
+}
+
+// removeEmptyTree removes dir and the directories below it, bottom up, if they hold nothing
+// else; at the first entry that is not a directory (symbolic links included) it stops and
+// fails, leaving what it has not removed.
+func removeEmptyTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), syscall.ENOTEMPTY)
+		}
+		if err := removeEmptyTree(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return syscall.Rmdir(dir)
 }
 
 // publishAttempts bounds publish's retries when directories vanish under it: each needs a

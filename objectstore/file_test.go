@@ -79,6 +79,51 @@ func TestFileLayoutAndHiddenFiles(t *testing.T) {
 	}
 }
 
+// TestFileEmptyDirectoryFreesKey puts objects where trees of empty directories were left (as
+// a failed put or a crash leaves them), with and without conditions: they hold no key, so
+// the put succeeds and the object reads back; If-Match still finds no object there. A key
+// under such a directory still conflicts.
+func TestFileEmptyDirectoryFreesKey(t *testing.T) {
+	dir := t.TempDir()
+	s := newFileStore(t, dir)
+	ctx := context.Background()
+	for i, cond := range []objectstore.PutCondition{objectstore.Unconditional(), objectstore.IfAbsent(), objectstore.IfMatch(`"v"`)} {
+		key := fmt.Sprintf("k%d/x", i)
+		if err := os.MkdirAll(filepath.Join(dir, key, "empty", "deeper"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := objectstore.PutBytes(ctx, s, key, []byte("body"), cond)
+		if cond.IfMatch != "" {
+			if !errors.Is(err, objectstore.ErrPreconditionFailed) {
+				t.Fatalf("put %q If-Match over an empty directory: %v, want ErrPreconditionFailed", key, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("put %q (%+v) over empty directories: %v", key, cond, err)
+		}
+		if got, _, err := objectstore.ReadAll(ctx, s, key); err != nil || string(got) != "body" {
+			t.Fatalf("read %q back: %q, %v", key, got, err)
+		}
+	}
+	// A key deep under the directory, beside empty ones, is a key: the conflict stands and
+	// the key is kept.
+	if err := os.MkdirAll(filepath.Join(dir, "deep", "x", "a", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objectstore.PutBytes(ctx, s, "deep/x/y/z", []byte("kept"), objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range []objectstore.PutCondition{objectstore.Unconditional(), objectstore.IfAbsent()} {
+		if _, err := objectstore.PutBytes(ctx, s, "deep/x", []byte("no"), cond); !errors.Is(err, objectstore.ErrKeyConflict) {
+			t.Fatalf("put deep/x over deep/x/y/z (%+v): %v, want ErrKeyConflict", cond, err)
+		}
+	}
+	if got, _, err := objectstore.ReadAll(ctx, s, "deep/x/y/z"); err != nil || string(got) != "kept" {
+		t.Fatalf("deep/x/y/z after the refused puts: %q, %v", got, err)
+	}
+}
+
 func TestFileKeyConflict(t *testing.T) {
 	s := newFileStore(t, t.TempDir())
 	ctx := context.Background()
