@@ -30,7 +30,9 @@ import (
 // holds temporary files and lock files and is never listed; the file store rejects keys whose
 // first segment is ".sluice-tmp" with ErrInvalidKey. Because a name is either a file or a
 // directory, the file store cannot hold both "a" and "a/b": the second put fails with an error
-// that matches ErrKeyConflict (no other sentinel; nothing is written).
+// that matches ErrKeyConflict (no other sentinel; nothing is written). Directories that hold
+// no file where an object goes (a failed put or a crash can leave them) hold no key: the put
+// removes them.
 //
 // Each object file starts with a 24-byte header that carries the object's version:
 //
