@@ -39,6 +39,21 @@ func pieceLen(r *rand.Rand) int {
 	return r.IntN(40)
 }
 
+// withLength returns name, value and body with the one field numbers (0 name, 1 value, 2
+// body, 3 all three) made n bytes long by piece (a name at least 1), the others as given.
+func withLength(field, n int, piece func(int) []byte, name, value, body []byte) ([]byte, []byte, []byte) {
+	if field == 0 || field == 3 {
+		name = piece(max(n, 1))
+	}
+	if field == 1 || field == 3 {
+		value = piece(n)
+	}
+	if field == 2 || field == 3 {
+		body = piece(n)
+	}
+	return name, value, body
+}
+
 // TestRecordKernelEveryLength encodes one record whose name, value or body has each length
 // from 0 to 600 (with the others small), with every kernel, against the portable path and
 // hash/crc32; the pieces end at an unaligned address.
@@ -50,15 +65,7 @@ func TestRecordKernelEveryLength(t *testing.T) {
 		for field := 0; field < 3; field++ {
 			for n := 0; n <= 600; n++ {
 				piece := func(m int) []byte { o := r.IntN(64); return src[o : o+m : o+m] }
-				name, value, body := piece(1+r.IntN(3)), piece(r.IntN(4)), piece(r.IntN(4))
-				switch field {
-				case 0:
-					name = piece(max(n, 1))
-				case 1:
-					value = piece(n)
-				case 2:
-					body = piece(n)
-				}
+				name, value, body := withLength(field, n, piece, piece(1+r.IntN(3)), piece(r.IntN(4)), piece(r.IntN(4)))
 				in := AppendInput{Records: []Record{{Headers: []Header{{Name: name, Value: value}}, Body: body}, {Body: piece(n)}}}
 				objs := encodeBothWays(t, in)
 				if !bytes.Equal(objs[0], objs[1]) {

@@ -24,17 +24,7 @@ func testRecordKernelReadsNoFurther(t *testing.T) {
 	atEnd := func(n int) []byte { return mem[len(mem)-n : len(mem) : len(mem)] }
 	for n := 0; n <= 600; n++ {
 		for field := 0; field < 4; field++ {
-			name, value, body := atEnd(1), atEnd(0), atEnd(0)
-			switch field {
-			case 0:
-				name = atEnd(max(n, 1))
-			case 1:
-				value = atEnd(n)
-			case 2:
-				body = atEnd(n)
-			case 3:
-				name, value, body = atEnd(max(n, 1)), atEnd(n), atEnd(n)
-			}
+			name, value, body := withLength(field, n, atEnd, atEnd(1), atEnd(0), atEnd(0))
 			in := AppendInput{Records: []Record{{Headers: []Header{{Name: name, Value: value}}, Body: body}}}
 			objs := encodeBothWays(t, in)
 			if !bytes.Equal(objs[0], objs[1]) {
