@@ -51,6 +51,7 @@ func Run(t *testing.T, f Factory) {
 		{"S2SAppendSessionOverHTTP1", testS2SAppendSessionOverHTTP1},
 		{"CloseEndsSessions", testCloseEndsSessions},
 		{"StuckClientIsDisconnected", testStuckClientIsDisconnected},
+		{"StuckClientBesideIdleClient", testStuckClientBesideIdleClient},
 		{"SeedCurlExamples", testSeedCurlExamples},
 		{"SDKCompat", testSDKCompat},
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,16 +328,7 @@ func testStuckClientIsDisconnected(t *testing.T, fac Factory) {
 	reg := prometheus.NewRegistry()
 	env := startServer(t, fac, server.WithWriteTimeout(100*time.Millisecond), server.WithRegisterer(reg))
 	env.createStream(t, "s")
-	rec := batchfmt.Record{Body: bytes.Repeat([]byte("x"), 1000)}
-	for i := 0; i < 12; i++ { // 12 MiB: more than the client's HTTP/2 flow-control window
-		in := batchfmt.AppendInput{Records: make([]batchfmt.Record, 1000)}
-		for j := range in.Records {
-			in.Records[j] = rec
-		}
-		if _, err := env.Backend.Append(t.Context(), testBasin, "s", in); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendBacklog(t, env, "s")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+"/v1/streams/s/records?seq_num=0", nil)
@@ -361,6 +354,99 @@ func testStuckClientIsDisconnected(t *testing.T, fac Factory) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("session still open after 20s with a stuck client (saw open: %v)", sawOpen)
+}
+
+// appendBacklog appends 12 MiB of records to stream, more than an HTTP/2 client's default
+// flow-control window (4 MiB per stream), with random bodies: the client asks for compressed
+// frames (Go's transport sends Accept-Encoding: gzip), and repeated bytes would shrink to a
+// few KiB on the wire, inside the window, so that a client that never reads would still
+// take them all.
+func appendBacklog(t *testing.T, env *Env, stream string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 12; i++ {
+		in := batchfmt.AppendInput{Records: make([]batchfmt.Record, 1000)}
+		for j := range in.Records {
+			body := make([]byte, 1000)
+			for k := range body {
+				body[k] = byte(r.Uint32())
+			}
+			in.Records[j] = batchfmt.Record{Body: body}
+		}
+		if _, err := env.Backend.Append(t.Context(), testBasin, stream, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testStuckClientBesideIdleClient runs two S2S read sessions over one HTTP/2 connection,
+// with a write timeout longer than the heartbeat interval, as the defaults are (30 s and
+// 10 s; here 1.5 s and 300 ms): one never reads its 12 MiB backlog, the other reads but has
+// nothing to read. The stuck one is disconnected once its writes stall for the write
+// timeout; the idle one, kept alive by heartbeats, stays open well past that.
+func testStuckClientBesideIdleClient(t *testing.T, fac Factory) {
+	const writeTimeout = 1500 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	env := startServer(t, fac, server.WithWriteTimeout(writeTimeout), server.WithHeartbeatInterval(300*time.Millisecond), server.WithRegisterer(reg))
+	env.createStream(t, "stuck")
+	env.createStream(t, "idle")
+	appendBacklog(t, env, "stuck")
+	open := func(stream string) *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", env.URL+"/v1/streams/"+stream+"/records?seq_num=0", nil)
+		req.Header.Set("S2-Basin", testBasin)
+		req.Header.Set("Content-Type", "s2s/proto")
+		res, err := env.H2C.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		if res.ProtoMajor != 2 || res.StatusCode != 200 {
+			t.Fatalf("%s: %s %s", stream, res.Proto, res.Status)
+		}
+		return res
+	}
+	idle := open("idle")
+	idleEnded := make(chan error, 1)
+	var idleBytes atomic.Int64
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := idle.Body.Read(buf)
+			idleBytes.Add(int64(n))
+			if err != nil {
+				idleEnded <- err
+				return
+			}
+		}
+	}()
+	open("stuck") // never read
+	deadline := time.Now().Add(20 * time.Second)
+	for openSessions(t, reg) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions open: %v, want 2", openSessions(t, reg))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	for openSessions(t, reg) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck session is still open after 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("stuck session ended %v after both were open", time.Since(start).Round(time.Millisecond))
+	before := idleBytes.Load()
+	select {
+	case err := <-idleEnded:
+		t.Fatalf("the idle session ended too: %v", err)
+	case <-time.After(3 * writeTimeout):
+	}
+	if got := openSessions(t, reg); got != 1 {
+		t.Fatalf("sessions open: %v, want the idle one", got)
+	}
+	if idleBytes.Load() == before {
+		t.Fatal("the idle session received no heartbeat in three write timeouts")
+	}
 }
 
 // openSessions reads sluice_api_open_sessions{kind="s2s_read"} from reg.
