@@ -398,8 +398,14 @@ func (s *FileStore) publish(key, tmp, final string, fn func(string, string) erro
 		if attempt < publishAttempts && (errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR)) {
 			// Directories where the object goes that hold no file (left by a failed put or
 			// a crash) hold no key: remove them and try again. A file under them is a key,
-			// and the conflict stands.
-			if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() && removeEmptyTree(final) == nil {
+			// and the conflict stands. A directory that vanishes meanwhile (a delete below
+			// removes the directories it leaves empty) is one less to remove.
+			fi, serr := os.Lstat(final)
+			if serr == nil && fi.IsDir() {
+				if rerr := removeEmptyTree(final); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+					continue
+				}
+			} else if errors.Is(serr, fs.ErrNotExist) {
 				continue
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sluice-dev/sluice/objectstore"
@@ -278,4 +279,82 @@ func TestFileCASChild(t *testing.T) {
 		}
 	}
 	fmt.Printf("cas-child-done pid %d conflicts %d\n", os.Getpid(), conflicts)
+}
+
+// TestFileEmptyTreeRemovedConcurrently puts over a tree of empty directories while deletes
+// of absent keys below it remove parts of the tree (a delete removes the directories it
+// leaves empty): directories vanishing under the put's removal are no conflict.
+func TestFileEmptyTreeRemovedConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	s := newFileStore(t, dir)
+	ctx := context.Background()
+	for round := range 40 {
+		key := fmt.Sprintf("r%d/x", round)
+		for i := range 20 {
+			if err := os.MkdirAll(filepath.Join(dir, key, "e", fmt.Sprint(i)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				s.Delete(ctx, fmt.Sprintf("%s/e/%d/none", key, i))
+			}
+		}()
+		_, err := objectstore.PutBytes(ctx, s, key, []byte("v"), objectstore.Unconditional())
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("round %d: put %q over empty directories being removed: %v", round, key, err)
+		}
+	}
+}
+
+// TestFilePutParentVsChildRace puts "rN/x" (over a tree of empty directories) and
+// "rN/x/y/z" at the same time: not both succeed, a failure is a key conflict, and the put
+// that succeeds reads back (removing empty directories never removes a file).
+func TestFilePutParentVsChildRace(t *testing.T) {
+	dir := t.TempDir()
+	s := newFileStore(t, dir)
+	ctx := context.Background()
+	for round := range 100 {
+		parent, child := fmt.Sprintf("r%d/x", round), fmt.Sprintf("r%d/x/y/z", round)
+		if err := os.MkdirAll(filepath.Join(dir, parent, "e"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var errP, errC error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, errP = objectstore.PutBytes(ctx, s, parent, []byte("p"), objectstore.Unconditional())
+		}()
+		go func() {
+			defer wg.Done()
+			_, errC = objectstore.PutBytes(ctx, s, child, []byte("c"), objectstore.IfAbsent())
+		}()
+		wg.Wait()
+		if errP == nil && errC == nil {
+			t.Fatalf("round %d: both puts succeeded", round)
+		}
+		if errP != nil && errC != nil {
+			t.Logf("round %d: both puts failed: %v; %v", round, errP, errC)
+		}
+		for _, c := range []struct {
+			key  string
+			err  error
+			body string
+		}{{parent, errP, "p"}, {child, errC, "c"}} {
+			if c.err != nil {
+				if !errors.Is(c.err, objectstore.ErrKeyConflict) {
+					t.Errorf("round %d: put %q: %v (not a key conflict)", round, c.key, c.err)
+				}
+				continue
+			}
+			if got, _, err := objectstore.ReadAll(ctx, s, c.key); err != nil || string(got) != c.body {
+				t.Fatalf("round %d: %q after its put: %q, %v", round, c.key, got, err)
+			}
+		}
+	}
 }

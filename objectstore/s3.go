@@ -548,9 +548,15 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string, limit int
 		return ListPage{}, nil
 	}
 	page := ListPage{Objects: make([]ObjectInfo, 0, limit)}
-	cursor := validHead(startAfter)
+	cursor := validBelow(startAfter)
+	if sendPrefix != prefix {
+		// The prefix goes on with the lead byte of a character (0xC2 or above): keys that
+		// go on from its valid part with an ASCII byte sort before it.
+		cursor = max(cursor, sendPrefix+"\x7f")
+	}
 	for {
-		got, err := s.listPage(ctx, prefix, sendPrefix, cursor, limit)
+		// Full pages: the keys between the cursor and the wanted ones are skipped here.
+		got, err := s.listPage(ctx, prefix, sendPrefix, cursor, PageLimit(0))
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -571,6 +577,25 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string, limit int
 		}
 		cursor = got.NextStartAfter
 	}
+}
+
+// validBelow returns a valid UTF-8 string at or below s, close below it, for a listing
+// after s to start from: s's valid part, then, where the byte after it cannot follow a
+// character, the greatest character below that byte (DEL below a continuation byte,
+// U+10FFFF below 0xF5 and up), so that the keys that go on from the valid part with a
+// smaller byte are not asked for.
+func validBelow(s string) string {
+	v := validHead(s)
+	if v == s {
+		return s
+	}
+	switch c := s[len(v)]; {
+	case c < 0xC2:
+		return v + "\x7f"
+	case c > 0xF4:
+		return v + string(utf8.MaxRune)
+	}
+	return v
 }
 
 // validHead returns the longest prefix of s that is valid UTF-8.

@@ -18,11 +18,11 @@
 // would run no faster than hash/crc32 (27 GB/s on the development machine with AVX-512 turned
 // off). That kernel folds half of each 256-byte block on 256-bit registers and checksums the
 // other half with the CRC32 instruction beside it, joining each result to the data after it
-// (fold_amd64.h): 52-55 GB/s there.
+// (fold_amd64.h): 50-55 GB/s there.
 //
 // Inputs shorter than MinVectorLen, and the last bytes of longer ones (fewer than 256, or
 // fewer than 64 after the AVX-512 kernels), go to hash/crc32. Kernel names the kernel in
-// use; both vector kernels also need PCLMULQDQ, SSE4.2 and BMI2 (for batchfmt's).
+// use; both vector kernels also need PCLMULQDQ, SSE4.1, SSE4.2 and BMI2 (for batchfmt's).
 //
 // The purego build tag, or a CPU without those features, selects hash/crc32 alone.
 package crc32c

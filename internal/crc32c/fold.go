@@ -45,7 +45,9 @@ func (f *Folder) Blocks(p []byte) {
 	f.n += len(p)
 }
 
-// gatherStep is how far Gather's copies run ahead of its checksum.
+// gatherStep is how far Gather's copies run ahead of its checksum at the least: it folds
+// once a piece's copy brings the unfolded bytes to gatherStep or more, so a long piece is
+// copied whole first.
 const gatherStep = 8 << 10
 
 // Gather copies pieces into dst one after another, starting at dst[w:], and folds the whole
@@ -65,8 +67,9 @@ func (f *Folder) Gather(dst []byte, w int, pieces [][]byte) (folded int) {
 	if w < 0 || end > len(dst) {
 		panic("crc32c: Folder.Gather: dst is too short for the pieces")
 	}
-	// Fold as the copies go, a few KiB behind, so that the checksum reads bytes still in the
-	// nearest caches rather than the whole of a large gather at the end.
+	// Fold as the copies go, after each piece that brings the unfolded bytes to gatherStep,
+	// so that the checksum reads bytes still in the near caches rather than the whole of a
+	// large gather at the end.
 	for _, p := range pieces {
 		w += copy(dst[w:], p)
 		if w-folded >= gatherStep {

@@ -1,5 +1,5 @@
 // The folds by 2048 bits that internal/crc32c's kernels (crc32c_amd64.s) and batchfmt's record
-// kernels (encode_amd64.s) share: FOLD4, four 512-bit accumulators, 256 bytes per step, for
+// kernels (encode_amd64.s, encode_avx2_amd64.s) share: FOLD4, four 512-bit accumulators, 256 bytes per step, for
 // AVX-512; FOLDH below for AVX2. Each fold
 // constant pair is, for a fold distance of D bits, x^(D+32) mod P (low qword) and
 // x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
