@@ -151,20 +151,16 @@ func responseCompression(r *http.Request) s2api.Compression {
 // compressThreshold is the smallest frame body worth compressing.
 const compressThreshold = 1024
 
-// frameWriter writes S2S frames with a deadline per write.
-//
-// A read session's deadline stays set after a write until the next one moves it: its
-// heartbeats come well within the timeout, and on HTTP/2 a write can return before the
-// client has taken the data, so a deadline left set is what ends the session of a client that
-// stopped reading. An append session writes only when the client sends, and may idle for
-// longer than the timeout: idle clears the deadline after each write (on HTTP/2 a deadline
-// that passes resets the stream even with nothing being written).
+// frameWriter writes S2S frames with a deadline per write, cleared once the write is done: on
+// HTTP/2 a deadline that passes resets the stream even with nothing being written, and a
+// session may idle for longer than the timeout (an append session between its client's
+// appends, a read session between heartbeats when the timeout is the shorter). A client that
+// stops reading is caught by the deadline of the write that its flow-control window stalls.
 type frameWriter struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	comp  s2api.Compression
 	tmo   time.Duration
-	idle  bool
 	buf   []byte
 	proto []byte
 }
@@ -179,9 +175,7 @@ func (fw *frameWriter) write(f s2api.Frame) error {
 		return err
 	}
 	_ = fw.rc.SetWriteDeadline(time.Now().Add(fw.tmo))
-	if fw.idle {
-		defer func() { _ = fw.rc.SetWriteDeadline(time.Time{}) }()
-	}
+	defer func() { _ = fw.rc.SetWriteDeadline(time.Time{}) }()
 	if _, err := fw.w.Write(fw.buf); err != nil {
 		return err
 	}
@@ -197,7 +191,7 @@ func (s *Server) appendSession(q *request) {
 	_ = rc.SetWriteDeadline(time.Time{})
 	q.w.Header().Set("Content-Type", ctS2S)
 	q.w.WriteHeader(http.StatusOK)
-	fw := &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout, idle: true}
+	fw := &frameWriter{w: q.w, rc: rc, comp: responseCompression(q.r), tmo: s.opts.writeTimeout}
 	if err := rc.Flush(); err != nil {
 		return
 	}
@@ -424,6 +418,7 @@ func (k *sseSink) start(s *Server, q *request) error {
 
 func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) error {
 	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+	defer k.clearDeadline()
 	var err error
 	if n := len(b.Records); n > 0 {
 		err = k.sse.Batch(b, k.format, b.Records[n-1].SeqNum, k.baseRecords+totalRecords, k.baseBytes+totalBytes)
@@ -438,11 +433,17 @@ func (k *sseSink) batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) err
 
 func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
 	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+	defer k.clearDeadline()
 	if err := k.sse.Ping(uint64(k.s.opts.now().UnixMilli()), &tail); err != nil {
 		return err
 	}
 	return k.rc.Flush()
 }
+
+// clearDeadline clears the write deadline once a write is done: on HTTP/2 a deadline that
+// passes resets the stream even with nothing being written, and a session may idle for longer
+// than the timeout between heartbeats.
+func (k *sseSink) clearDeadline() { _ = k.rc.SetWriteDeadline(time.Time{}) }
 
 func (k *sseSink) fail(err error) {
 	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))

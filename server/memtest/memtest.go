@@ -396,13 +396,18 @@ func (b *Backend) Read(_ context.Context, basinName, name string, start s2api.Re
 	if pos < st.trim {
 		pos = st.trim
 	}
-	return &cursor{b: b, st: st, pos: pos}, nil
+	c := &cursor{b: b, st: st, pos: pos}
+	if start.Timestamp != nil {
+		c.minTS = *start.Timestamp // records appended later with older timestamps are not read
+	}
+	return c, nil
 }
 
 type cursor struct {
-	b   *Backend
-	st  *stream
-	pos uint64
+	b     *Backend
+	st    *stream
+	pos   uint64
+	minTS uint64
 }
 
 func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2api.ReadBatch, error) {
@@ -418,18 +423,22 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 		tail := c.st.tail()
 		var out []s2api.SequencedRecord
 		size := 0
-		for p := c.pos; p < tail.SeqNum && len(out) < lim.Records; p++ {
+		p := c.pos
+		for ; p < tail.SeqNum && len(out) < lim.Records; p++ {
 			r := c.st.records[p]
+			if r.Timestamp < c.minTS {
+				continue
+			}
 			if len(out) > 0 && size+r.MeteredSize() > lim.Bytes {
 				break
 			}
 			size += r.MeteredSize()
 			out = append(out, r)
 		}
+		c.pos = p // past the records read and those skipped
 		changed := c.st.changed
 		c.b.mu.Unlock()
 		if len(out) > 0 || !block || c.pos < tail.SeqNum {
-			c.pos += uint64(len(out))
 			return s2api.ReadBatch{Records: out, Tail: &tail}, nil
 		}
 		select {

@@ -52,6 +52,8 @@ func Run(t *testing.T, f Factory) {
 		{"CloseEndsSessions", testCloseEndsSessions},
 		{"StuckClientIsDisconnected", testStuckClientIsDisconnected},
 		{"StuckClientBesideIdleClient", testStuckClientBesideIdleClient},
+		{"IdleSessionsOutliveWriteTimeout", testIdleSessionsOutliveWriteTimeout},
+		{"TimestampStartSkipsOlderRecords", testTimestampStartSkipsOlderRecords},
 		{"SeedCurlExamples", testSeedCurlExamples},
 		{"SDKCompat", testSDKCompat},
 	}

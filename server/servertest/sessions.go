@@ -449,6 +449,86 @@ func testStuckClientBesideIdleClient(t *testing.T, fac Factory) {
 	}
 }
 
+// testIdleSessionsOutliveWriteTimeout keeps S2S and SSE read sessions idle over HTTP/2 with
+// a write timeout shorter than the heartbeat interval: each write's deadline is cleared once
+// the write is done (on HTTP/2 a deadline that passes resets the stream even with nothing
+// being written), so the sessions live on and send their heartbeats (S2-API.md: a heartbeat
+// at least every 15 s).
+func testIdleSessionsOutliveWriteTimeout(t *testing.T, fac Factory) {
+	env := startServer(t, fac, server.WithWriteTimeout(200*time.Millisecond), server.WithHeartbeatInterval(500*time.Millisecond))
+	env.createStream(t, "s")
+	for _, kind := range []string{"s2s", "sse"} {
+		t.Run(kind, func(t *testing.T) {
+			hdr := map[string]string{"Accept": "text/event-stream"}
+			if kind == "s2s" {
+				hdr = map[string]string{"Content-Type": "s2s/proto"}
+			}
+			res := env.openStream(t, env.H2C, "GET", "/v1/streams/s/records", hdr, nil)
+			if res.ProtoMajor != 2 {
+				t.Fatalf("response over %s", res.Proto)
+			}
+			// The caught-up batch, then two heartbeats: more than three write timeouts idle.
+			if kind == "s2s" {
+				fr := s2api.NewFrameReader(res.Body, 0)
+				for i := 0; i < 3; i++ {
+					f, err := fr.Next()
+					if err != nil || f.Terminal {
+						t.Fatalf("frame %d: %+v, %v", i, f, err)
+					}
+					if rb, err := s2api.DecodeReadBatchProto(f.Body); err != nil || len(rb.Records) != 0 || rb.Tail == nil {
+						t.Fatalf("frame %d: %+v, %v", i, rb, err)
+					}
+				}
+				return
+			}
+			rd := s2api.NewSSEReader(res.Body, 1<<20)
+			for i, want := range []string{"batch", "ping", "ping"} {
+				if ev := nextEvent(t, rd); ev.Event != want {
+					t.Fatalf("event %d: %q %s, want %s", i, ev.Event, ev.Data, want)
+				}
+			}
+		})
+	}
+}
+
+// testTimestampStartSkipsOlderRecords opens a session at a timestamp past every record: it
+// starts at "the first record whose timestamp is at or after" it (s2api.ReadStart), also
+// among records appended after it opened, so one appended with an older timestamp is not
+// read.
+func testTimestampStartSkipsOlderRecords(t *testing.T, fac Factory) {
+	env := startServer(t, fac)
+	env.createStream(t, "s")
+	app := func(ts uint64) {
+		t.Helper()
+		in := batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x"), Timestamp: ts, HasTimestamp: true}}}
+		if _, err := env.Backend.Append(t.Context(), testBasin, "s", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(100)
+	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records?timestamp=1000", map[string]string{"Accept": "text/event-stream"}, nil)
+	rd := s2api.NewSSEReader(res.Body, 1<<20)
+	if rb := sseBatch(t, nextEvent(t, rd)); len(rb.Records) != 0 {
+		t.Fatalf("caught-up batch holds %+v", rb.Records)
+	}
+	app(500)  // older than the start
+	app(2000) // the first record at or after it
+	for {
+		ev := nextEvent(t, rd)
+		if ev.Event == "ping" {
+			continue
+		}
+		rb := sseBatch(t, ev)
+		if len(rb.Records) == 0 {
+			continue
+		}
+		if rb.Records[0].SeqNum != 2 || rb.Records[0].Timestamp != 2000 {
+			t.Fatalf("first record read from timestamp=1000: seq_num %d timestamp %d, want 2 and 2000", rb.Records[0].SeqNum, rb.Records[0].Timestamp)
+		}
+		return
+	}
+}
+
 // openSessions reads sluice_api_open_sessions{kind="s2s_read"} from reg.
 func openSessions(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
