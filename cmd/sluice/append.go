@@ -62,7 +62,7 @@ reading, flushes what it read, and exits 1. Progress goes to stderr when stderr 
 terminal, or with --progress.`,
 		Example: `  seq 1 100000 | sluice append numbers
   echo '{"headers":[["type","greeting"]],"body":"hello"}' | sluice append events --format json
-  sluice read src --format base64 | sluice append copy --format base64`,
+  sluice read src --format base64 --skip-commands | sluice append copy --format base64`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAppend(cmd, g, f, args[0], cmd.InOrStdin())
@@ -116,6 +116,12 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		showProgress = f.progress
 	}
 
+	if f.create {
+		if err := validateNewStreamName(name); err != nil {
+			return err
+		}
+		g.createsStore = true
+	}
 	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
 		return err

@@ -45,8 +45,10 @@ func applyConfig(cmd *cobra.Command) error {
 		}
 	}
 	var errs []string
+	onCommandLine := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || f.Name == "config" || f.Name == "help" {
+		if f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, onCommandLine) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
@@ -68,6 +70,20 @@ func applyConfig(cmd *cobra.Command) error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// excludedBy reports whether a flag given on the command line is mutually exclusive with f
+// (cobra's MarkFlagsMutuallyExclusive, such as read's start positions): the command line
+// wins, so f takes no value from the environment or the config file.
+func excludedBy(f *pflag.Flag, onCommandLine map[string]bool) bool {
+	for _, group := range f.Annotations["cobra_annotation_mutually_exclusive"] {
+		for _, name := range strings.Fields(group) {
+			if name != f.Name && onCommandLine[name] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // knownElsewhere reports whether a config-file key is a flag of some command, so one file can

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/s2api"
 )
 
 // libEnv is what a library-mode command works with: the store, the logger and the stream
@@ -46,6 +49,13 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 	if basin != nil && *basin != "" {
 		if err := catalog.ValidateBasinName(*basin); err != nil {
 			return nil, fmt.Errorf("invalid value %q for --basin: %w", *basin, err)
+		}
+	}
+	if !g.createsStore && g.store != defaultStore {
+		if loc, err := objectstore.ParseURL(storeURL(g.store)); err == nil && loc.Scheme == "file" {
+			if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, or append --create, makes a new store)", redactURL(g.store), loc.Dir)
+			}
 		}
 	}
 	s, err := openStore(ctx, g.store)
@@ -77,6 +87,16 @@ func (e *libEnv) basinName() string {
 		return ""
 	}
 	return *e.basin
+}
+
+// validateNewStreamName applies the HTTP API's rule for stream names (1 to 512 bytes of UTF-8
+// without NUL) to a stream the command creates, so that what stream list prints, as JSON,
+// names it. (The store can hold any bytes; older streams keep whatever names they have.)
+func validateNewStreamName(name string) error {
+	if err := s2api.ValidateStreamName(name); err != nil {
+		return fmt.Errorf("invalid stream name %q: %w", name, err)
+	}
+	return nil
 }
 
 // locate maps a stream name (an argument) to its place in the store.
@@ -218,6 +238,9 @@ func parseDuration(s string) (time.Duration, error) {
 		n, err := strconv.ParseUint(d, 10, 32)
 		if err != nil {
 			return 0, fmt.Errorf("want a duration such as 7d, 36h or 90s")
+		}
+		if maxDays := uint64(math.MaxInt64 / int64(24*time.Hour)); n > maxDays {
+			return 0, fmt.Errorf("%sd is too long: at most %dd", d, maxDays)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -42,6 +43,8 @@ func run(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "sluice:", err)
+	// One line, as scripts expect: errors joined by errors.Join (every bad flag at once) or
+	// from YAML come with newlines.
+	fmt.Fprintln(os.Stderr, "sluice:", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 	return 1
 }

@@ -27,9 +27,24 @@ type recordJSON struct {
 	Body      string     `json:"body"`
 }
 
+// recordJSONIn is recordJSON as append reads it: pointers, so that a null name, value or
+// body is refused instead of read as "".
+type recordJSONIn struct {
+	SeqNum    *uint64     `json:"seq_num,omitempty"`
+	Timestamp *uint64     `json:"timestamp,omitempty"`
+	Headers   [][]*string `json:"headers"`
+	Body      *string     `json:"body"`
+}
+
 // parseJSONRecord parses one JSON line into a record; b64 says the strings are base64.
 func parseJSONRecord(line []byte, b64 bool) (batchfmt.Record, error) {
-	var rj recordJSON
+	if trimmed := bytes.TrimSpace(line); len(trimmed) == 0 || trimmed[0] != '{' {
+		return batchfmt.Record{}, errors.New(`not a JSON record {"headers":[["name","value"]],"body":"...","timestamp":N}: want an object`)
+	}
+	if bytes.Contains(line, []byte("null")) && bodyIsNull(line) {
+		return batchfmt.Record{}, errors.New("body is null: want a string, or leave it out for an empty body")
+	}
+	var rj recordJSONIn
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rj); err != nil {
@@ -54,22 +69,40 @@ func parseJSONRecord(line []byte, b64 bool) (batchfmt.Record, error) {
 		if len(h) != 2 {
 			return batchfmt.Record{}, fmt.Errorf("header %d: want a [name, value] pair, got %d strings", i, len(h))
 		}
-		n, err := decode(h[0])
+		if h[0] == nil || h[1] == nil {
+			return batchfmt.Record{}, fmt.Errorf("header %d: a name or value is null: want strings", i)
+		}
+		n, err := decode(*h[0])
 		if err != nil {
 			return batchfmt.Record{}, fmt.Errorf("header %d name is not base64: %w", i, err)
 		}
-		v, err := decode(h[1])
+		v, err := decode(*h[1])
 		if err != nil {
 			return batchfmt.Record{}, fmt.Errorf("header %d value is not base64: %w", i, err)
 		}
 		rec.Headers = append(rec.Headers, batchfmt.Header{Name: n, Value: v})
 	}
-	body, err := decode(rj.Body)
+	var bodyText string
+	if rj.Body != nil {
+		bodyText = *rj.Body
+	}
+	body, err := decode(bodyText)
 	if err != nil {
 		return batchfmt.Record{}, fmt.Errorf("body is not base64: %w", err)
 	}
 	rec.Body = body
 	return rec, nil
+}
+
+// bodyIsNull reports whether the JSON object in line has "body": null (which decoding into
+// *string cannot tell from a missing body).
+func bodyIsNull(line []byte) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil {
+		return false // the decoder reports it
+	}
+	v, ok := fields["body"]
+	return ok && string(bytes.TrimSpace(v)) == "null"
 }
 
 // parseLine turns one stdin line (without its '\n') into a record, per --format:

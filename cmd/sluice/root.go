@@ -12,6 +12,11 @@ type globals struct {
 	store     string
 	logLevel  string
 	logFormat string
+	// createsStore is set by the commands that may make a new store (stream create, append
+	// --create): for the others a missing directory of a file store given with --store (or
+	// its variable or config key) is an error, a mistyped path, not an empty store to create.
+	// The default store's directory is made by whichever command comes first.
+	createsStore bool
 }
 
 func newRootCmd() *cobra.Command {

@@ -77,6 +77,9 @@ and finishes in-flight commits within --shutdown-timeout.`,
 
 func (f *serveFlags) validate() error {
 	var errs []error
+	if f.listen == "" {
+		errs = append(errs, errors.New("--listen is empty: give host:port, such as 127.0.0.1:8080"))
+	}
 	if f.shutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --shutdown-timeout: must be positive", f.shutdownTimeout))
 	}

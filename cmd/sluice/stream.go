@@ -183,6 +183,10 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 			if err := cf.apply(cmd, &cfg); err != nil {
 				return err
 			}
+			if err := validateNewStreamName(args[0]); err != nil {
+				return err
+			}
+			g.createsStore = true
 			e, st, err := openStream(ctx, g, &basin, args[0])
 			if err != nil {
 				return err
