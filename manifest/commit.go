@@ -68,7 +68,8 @@ func (b *Batch) validate() error {
 // the other appends still commit. An accepted append's records get the next seq_nums and
 // their timestamps (see Clock); a fence record then sets the token (after the append's own
 // check, so later appends see it); a trim record moves the trim point to min(its argument,
-// its own seq_num), never backwards. The tail advances.
+// its own seq_num + 1), never backwards (as S2 does: a trim past the tail leaves the trim
+// record itself unreadable too, and nothing after it). The tail advances.
 //
 // The batch is recorded as an entry (even when every append was rejected, so its results can
 // be rebuilt) and in the producer table. A batch the table shows as committed already is a
@@ -117,7 +118,7 @@ func (s *State) Apply(b *Batch) (*BatchResult, error) {
 				s.FencingToken = string(rec.Body)
 			case batchfmt.CommandTrim:
 				if t, ok := rec.TrimSeqNum(); ok {
-					t = min(t, seq)
+					t = min(t, seq+1) // as S2: at most past the trim record itself
 					if t > s.TrimPoint {
 						s.TrimPoint = t
 					}

@@ -41,7 +41,8 @@
 // State.Apply commits one Batch: appends in order, each checked against the state as it
 // stands at that point — fencing token, then match_seq_num, then client-require timestamps —
 // then numbered; fence records set the token after their append's check, trim records move
-// the trim point to min(argument, own seq_num) and never backwards. Apply is pure (no I/O).
+// the trim point to min(argument, own seq_num + 1), as S2 does, and never backwards. Apply is
+// pure (no I/O).
 // A producer commits many batches in one write (group commit): Apply each, then Write. A batch
 // whose producer row shows it committed is a duplicate and changes nothing; Results rebuilds
 // its outcome from its entry (found with Index.FindBatch).

@@ -218,16 +218,29 @@ func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket
 	return p.append(ctx, in, false)
 }
 
+// requiresTimestamps reports whether the stream's timestamping mode is client-require, so that
+// a record without a timestamp is refused at once instead of at its commit. The mode last
+// read may be stale (the stream was reconfigured since, by this process or another): before
+// refusing, it is read again from the manifest. A failed read keeps the mode as it was (the
+// commit checks the mode in force either way).
+func (p *Producer) requiresTimestamps(ctx context.Context) bool {
+	if manifest.TimestampingMode(p.tsMode.Load()) != manifest.ClientRequire {
+		return false
+	}
+	if snap, err := manifest.Load(ctx, p.store, p.cfg.ManifestPath); err == nil {
+		p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
+	}
+	return manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire
+}
+
 // append is Append; draining (from Close, for Submit's last batch) is allowed while closing.
 func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool) (*Ticket, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	if manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire {
-		for i := range in.Records {
-			if !in.Records[i].HasTimestamp {
-				return nil, fmt.Errorf("producer: record %d: %w", i, manifest.ErrTimestampRequired)
-			}
+	for i := range in.Records {
+		if !in.Records[i].HasTimestamp && p.requiresTimestamps(ctx) {
+			return nil, fmt.Errorf("producer: record %d: %w", i, manifest.ErrTimestampRequired)
 		}
 	}
 	own := &batchfmt.AppendInput{Records: in.Records}

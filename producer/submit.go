@@ -83,7 +83,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	if err := rec.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	if !rec.HasTimestamp && manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire {
+	if !rec.HasTimestamp && p.requiresTimestamps(ctx) {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrTimestampRequired)
 	}
 	// Wait for room for the batch this record may complete before adding it, so that the

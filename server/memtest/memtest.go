@@ -334,17 +334,15 @@ func (b *Backend) Append(_ context.Context, basinName, name string, in batchfmt.
 		case batchfmt.CommandFence:
 			token = string(r.Body)
 		case batchfmt.CommandTrim:
-			if n, ok := r.TrimSeqNum(); ok && n > trim {
-				trim = n
+			// As S2: the trim point goes at most past the trim record itself.
+			if n, ok := r.TrimSeqNum(); ok && min(n, sr.SeqNum+1) > trim {
+				trim = min(n, sr.SeqNum+1)
 			}
 		}
 		recs[i] = sr
 	}
 	st.records = append(st.records, recs...)
 	st.token = token
-	if tail := uint64(len(st.records)); trim > tail {
-		trim = tail
-	}
 	st.trim = trim
 	close(st.changed)
 	st.changed = make(chan struct{})
