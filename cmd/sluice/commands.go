@@ -199,8 +199,10 @@ func newTrimCmd(g *globals) *cobra.Command {
 		Short: "Trim the stream: records before SEQ become unreadable",
 		Long: `Append a trim command record to STREAM that moves its trim point to SEQ: records with
 smaller seq_nums become unreadable, and their objects are deleted by a later GC pass.
-The trim point never moves backwards and never past the trim record itself. Trimming
-cannot be undone. It prints the append's ack as JSON.`,
+The trim point never moves backwards, and never further than just past the trim record
+itself (as S2: a SEQ beyond the stream trims everything up to and including the trim
+record, and nothing appended after it). Trimming cannot be undone. It prints the append's
+ack as JSON.`,
 		Example: `  sluice trim orders 1000`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
