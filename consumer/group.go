@@ -257,6 +257,25 @@ func (c *Consumer) setGone() error {
 	return c.fenced
 }
 
+// Check reads the stream's manifest and reports whether this member still holds the group, as
+// Next and Ack would: a *FencedError once a newer member has joined, an error matching
+// manifest.ErrGenerationChanged once the stream was deleted, or ErrClosed; nil otherwise, and
+// the read's own error if the manifest cannot be read. For a member busy with delivered
+// records (retrying a failing handler) that neither reads nor acknowledges for a while.
+func (c *Consumer) Check(ctx context.Context) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	snap, err := manifest.Load(ctx, c.r.store, c.r.cfg.ManifestPath)
+	if err != nil {
+		if errors.Is(err, manifest.ErrNotExist) {
+			return c.setGone()
+		}
+		return err
+	}
+	return c.checkState(snap.State)
+}
+
 // Flush writes the pending acknowledgements now. A fenced member gets *FencedError.
 func (c *Consumer) Flush(ctx context.Context) error {
 	if err := c.check(); err != nil && !errors.Is(err, ErrClosed) {
@@ -328,7 +347,8 @@ func (c *Consumer) flushLoop() {
 		<-c.quit
 		cancel()
 	}()
-	tick := time.NewTicker(max(c.r.cfg.AckInterval/4, time.Millisecond))
+	step := max(c.r.cfg.AckInterval/4, time.Millisecond)
+	tick := time.NewTicker(step)
 	defer tick.Stop()
 	for {
 		select {
@@ -337,7 +357,8 @@ func (c *Consumer) flushLoop() {
 		case <-c.kick:
 		case <-tick.C:
 			c.mu.Lock()
-			due := !c.pendingAt.IsZero() && time.Since(c.pendingAt) >= c.r.cfg.AckInterval
+			// At the last tick before AckInterval has passed: the next one may come after.
+			due := !c.pendingAt.IsZero() && time.Since(c.pendingAt) >= c.r.cfg.AckInterval-step
 			c.mu.Unlock()
 			if !due {
 				continue

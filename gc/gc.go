@@ -182,6 +182,7 @@ type streamState struct {
 	mu         sync.Mutex
 	dataAfter  string
 	segAfter   string
+	segFirst   bool // the segment sweep lists first this pass (they alternate)
 	retry      map[string]struct{}
 	segKeys    map[string][]string // segment key -> every key beneath it (entries and child segments)
 	emptySince time.Time
@@ -384,34 +385,48 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 	// 5. List both prefixes from where the last pass stopped.
 	listBudget := c.cfg.MaxListPerPass
 	segPrefix := manifest.SegmentPrefix(manifestPath)
-	wrappedData, err := c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
-		if strings.HasPrefix(o.Key, segPrefix) {
-			return // the segment sweep's
-		}
-		if o.Key == manifestPath || o.Key == ProbeKey(dataPrefix) {
-			return
-		}
-		if !IsBatchKey(dataPrefix, o.Key) {
-			rep.Foreign++
-			return
-		}
-		if deletable(o) {
-			del(o.Key)
-		}
-	})
-	if err != nil {
+	var wrappedData, wrappedSeg bool
+	sweepData := func() (err error) {
+		wrappedData, err = c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+			if strings.HasPrefix(o.Key, segPrefix) {
+				return // the segment sweep's
+			}
+			if o.Key == manifestPath || o.Key == ProbeKey(dataPrefix) {
+				return
+			}
+			if !IsBatchKey(dataPrefix, o.Key) {
+				rep.Foreign++
+				return
+			}
+			if deletable(o) {
+				del(o.Key)
+			}
+		})
+		return err
+	}
+	sweepSeg := func() (err error) {
+		wrappedSeg, err = c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+			if !IsSegmentKey(manifestPath, o.Key) {
+				rep.Foreign++
+				return
+			}
+			if deletable(o) {
+				del(o.Key)
+			}
+		})
+		return err
+	}
+	// The two share the budget; they take turns to go first, so that neither is starved when
+	// the other's listing fills the budget to the end, pass after pass.
+	first, second := sweepData, sweepSeg
+	if st.segFirst {
+		first, second = sweepSeg, sweepData
+	}
+	st.segFirst = !st.segFirst
+	if err := first(); err != nil {
 		return false, err
 	}
-	wrappedSeg, err := c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
-		if !IsSegmentKey(manifestPath, o.Key) {
-			rep.Foreign++
-			return
-		}
-		if deletable(o) {
-			del(o.Key)
-		}
-	})
-	if err != nil {
+	if err := second(); err != nil {
 		return false, err
 	}
 	rep.Wrapped = wrappedData || wrappedSeg

@@ -208,7 +208,7 @@ func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consum
 			if err := out.flush(); err != nil {
 				return err
 			}
-			ok, err := runWithRetries(ctx, e, f, name, chunk, buf.Bytes())
+			ok, err := runWithRetries(ctx, e, f, name, c, chunk, buf.Bytes())
 			if err != nil {
 				return err
 			}
@@ -246,11 +246,26 @@ func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (cons
 }
 
 // runWithRetries runs the command on one chunk until it succeeds, the attempts run out
-// (an error) or ctx ends (false, nil).
-func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, chunk []consumer.Record, input []byte) (bool, error) {
+// (an error), the member finds itself fenced before a retry (an error), or ctx ends (false,
+// nil; no command is started once it has).
+func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, c *consumer.Consumer, chunk []consumer.Record, input []byte) (bool, error) {
 	first, last := chunk[0].SeqNum, chunk[len(chunk)-1].SeqNum
 	wait := f.backoff
 	for attempt := 1; ; attempt++ {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		if attempt > 1 {
+			// A member retrying a record reads nothing and acknowledges nothing: ask the
+			// manifest whether another member has taken over before running it again.
+			if err := c.Check(ctx); err != nil && ctx.Err() == nil {
+				var fe *consumer.FencedError
+				if errors.As(err, &fe) || errors.Is(err, manifest.ErrGenerationChanged) {
+					return false, e.consumeErr(name, f.group, err)
+				}
+				e.log.Warn("could not check the group before a retry", "error", err)
+			}
+		}
 		err := runOnce(ctx, f, name, chunk, input, attempt)
 		if err == nil {
 			return true, nil
