@@ -120,14 +120,28 @@ func (c *Consumer) Checkpoint() (acked, written uint64) {
 
 // Next returns the next batch of records, waiting at the tail until records arrive or ctx
 // ends. A fenced member gets *FencedError.
-func (c *Consumer) Next(ctx context.Context) (Batch, error) {
+func (c *Consumer) Next(ctx context.Context) (Batch, error) { return c.next(ctx, true) }
+
+// Poll is Next without the wait at the tail: with no record available it returns an empty
+// batch carrying the tail, whose NextSeq has passed every record the read skips (command
+// records, trimmed ones). It still waits for batch objects being fetched, so a slow read is
+// not taken for the tail.
+func (c *Consumer) Poll(ctx context.Context) (Batch, error) { return c.next(ctx, false) }
+
+func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
 	c.nextMu.Lock()
 	defer c.nextMu.Unlock()
 	if err := c.check(); err != nil {
 		return Batch{}, err
 	}
 	prev := c.s.Position()
-	b, err := c.s.Next(ctx)
+	var b Batch
+	var err error
+	if wait {
+		b, err = c.s.Next(ctx)
+	} else {
+		b, err = c.s.Read(ctx, c.r.cfg.MaxBatchRecords, c.r.cfg.MaxBatchBytes, false)
+	}
 	if ferr := c.checkState(c.s.State()); ferr != nil {
 		return Batch{}, ferr
 	}

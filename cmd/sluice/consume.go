@@ -225,24 +225,28 @@ func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consum
 // errAtTail ends a --stop-at-tail run.
 var errAtTail = errors.New("at the tail")
 
-// stopAtTailWait bounds how long --stop-at-tail waits for a batch when the records left below
-// the tail it saw are all skipped ones (commands, trimmed records), so that Next would wait
-// for new appends.
-const stopAtTailWait = 10 * time.Second
-
-// nextBatch returns the next batch; with stopAtTail it returns errAtTail rather than waiting
-// long at the tail.
+// nextBatch returns the next batch; with stopAtTail it returns errAtTail instead of waiting at
+// the tail: Poll answers at once when no record is left, having passed the records the read
+// skips (commands, trimmed ones), and it still waits for a slow fetch.
 func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (consumer.Batch, error) {
 	if !stopAtTail {
 		return c.Next(ctx)
 	}
-	wctx, cancel := context.WithTimeout(ctx, stopAtTailWait)
-	defer cancel()
-	b, err := c.Next(wctx)
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
-		return b, errAtTail
+	for {
+		b, err := c.Poll(ctx)
+		if err != nil || len(b.Records) > 0 {
+			return b, err
+		}
+		if b.NextSeq >= b.Tail.SeqNum {
+			return b, errAtTail
+		}
+		// The tail moved past what the read had loaded: poll again shortly.
+		select {
+		case <-ctx.Done():
+			return b, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return b, err
 }
 
 // runWithRetries runs the command on one chunk until it succeeds, the attempts run out
