@@ -176,10 +176,9 @@
 // four payloads in turn, in six processes.
 //
 // What bounds the uncompressed paths: the CRC32C the format requires (internal/crc32c runs
-// at 65-73 GB/s here with its AVX-512 hybrid kernel and 50-55 GB/s with its AVX2 one,
-// against 23-25 GB/s for hash/crc32; a copy of the same cache-warm megabyte takes about
-// 30 µs, the checksum alone 14-15 µs, or 19-21 µs on AVX2, which is what the AVX2 decode
-// loses), and
+// at about 86 GB/s here with its AVX-512 kernel and 50-55 GB/s with its AVX2 one, against
+// 23-25 GB/s for hash/crc32; a copy of the same cache-warm megabyte takes about 30 µs, the
+// checksum alone 12-13 µs, or 19-21 µs on AVX2, which is what the AVX2 decode loses), and
 // per-record work for each of the ~1000 records of 1 KiB. Decoding runs the checksum over
 // the object, then parses each record as the Iterator returns it (about 17 ns per record):
 // about 33 µs per MiB. Encoding hides most of the checksum behind its copy (a loop copying

@@ -63,6 +63,9 @@ func updateVector512(crc uint32, p []byte) uint32
 // multiple of 256.
 //
 //go:noescape
+func updateVectorZ(crc uint32, p []byte) uint32
+
+//go:noescape
 func foldBlocks512(acc *[256]byte, p []byte)
 
 // reduceBlock reduces the four 512-bit accumulators to the 32-bit running value (inverted, as
@@ -70,16 +73,6 @@ func foldBlocks512(acc *[256]byte, p []byte)
 //
 //go:noescape
 func reduceBlock512(acc *[256]byte) uint32
-
-// hybridChunk is the unit of updateHybrid: 32 KiB folded by VPCLMULQDQ and three lanes of
-// 5 KiB checksummed by the CRC32 instruction at the same time.
-const hybridChunk = 32768 + 3*5120
-
-// updateHybrid is updateVector with the CRC32 instruction working beside the carry-less
-// multiplications, for long inputs; len(p) must be a multiple of hybridChunk.
-//
-//go:noescape
-func updateHybrid(crc uint32, p []byte) uint32
 
 // shiftClmul is Shift with carry-less multiplication: n's two low bits by the CRC32
 // instruction over zero bytes, each higher set bit k by one multiplication by tab[k].
@@ -102,14 +95,12 @@ func reduceBlockY(acc *[256]byte) uint32
 
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value with the number of bytes
-// folded: all of p but fewer than 64 bytes with AVX-512, fewer than 256 with AVX2. len(p)
-// must be at least 256.
+// folded: all of p but its last len(p) % 256 bytes. len(p) must be at least 256.
 func updateVector(crc uint32, p []byte) (uint32, int) {
-	if level == levelAVX512 {
-		n := len(p) &^ 63
-		return updateVector512(crc, p[:n]), n
-	}
 	n := len(p) &^ 255
+	if level == levelAVX512 {
+		return updateVectorZ(crc, p[:n]), n
+	}
 	return updateVectorY(crc, p[:n]), n
 }
 

@@ -23,6 +23,17 @@ DATA k512<>+48(SB)/8, $0x740eef02
 DATA k512<>+56(SB)/8, $0x9e4addf8
 GLOBL k512<>(SB), RODATA|NOPTR, $64
 
+// Fold by 1024 bits: FOLDZ's first accumulator into its second.
+DATA k1024<>+0(SB)/8, $0x6992cea2
+DATA k1024<>+8(SB)/8, $0x0d3b6092
+DATA k1024<>+16(SB)/8, $0x6992cea2
+DATA k1024<>+24(SB)/8, $0x0d3b6092
+DATA k1024<>+32(SB)/8, $0x6992cea2
+DATA k1024<>+40(SB)/8, $0x0d3b6092
+DATA k1024<>+48(SB)/8, $0x6992cea2
+DATA k1024<>+56(SB)/8, $0x0d3b6092
+GLOBL k1024<>(SB), RODATA|NOPTR, $64
+
 // Fold by 128 bits: one 128-bit lane into the next.
 DATA k128<>+0(SB)/8, $0xf20c0dfe
 DATA k128<>+8(SB)/8, $0x14cd00bd6
@@ -107,148 +118,6 @@ GLOBL barrett<>(SB), RODATA|NOPTR, $16
 	VPCLMULQDQ $0x00, Z0, Z3, Z3; \
 	VPTERNLOGD $0x96, Z5, Z3, Z4
 
-// func updateVector512(crc uint32, p []byte) uint32
-// len(p) >= 256 and len(p) % 64 == 0; crc is the inverted running value.
-TEXT ·updateVector512(SB), NOSPLIT, $0-36
-	MOVL crc+0(FP), AX
-	MOVQ p_base+8(FP), SI
-	MOVQ p_len+16(FP), CX
-
-	VMOVDQU64 (SI), Z1
-	VMOVDQU64 64(SI), Z2
-	VMOVDQU64 128(SI), Z3
-	VMOVDQU64 192(SI), Z4
-	VMOVD     AX, X0     // zeroes the rest of Z0
-	VPXORQ    Z0, Z1, Z1 // the running value joins the first 32 bits
-	ADDQ      $256, SI
-	SUBQ      $256, CX
-
-	VMOVDQU64 k2048<>(SB), Z0
-	CMPQ      CX, $256
-	JB        fold4
-
-loop256:
-	VMOVDQU64 (SI), Z11
-	VMOVDQU64 64(SI), Z12
-	VMOVDQU64 128(SI), Z13
-	VMOVDQU64 192(SI), Z14
-	FOLD4
-	ADDQ      $256, SI
-	SUBQ      $256, CX
-	CMPQ      CX, $256
-	JAE       loop256
-
-fold4:
-	MERGE4
-	CMPQ CX, $64
-	JB   lanes
-
-loop64:
-	VMOVDQU64  (SI), Z11
-	VPCLMULQDQ $0x11, Z0, Z4, Z5
-	VPCLMULQDQ $0x00, Z0, Z4, Z4
-	VPTERNLOGD $0x96, Z11, Z5, Z4
-	ADDQ       $64, SI
-	SUBQ       $64, CX
-	CMPQ       CX, $64
-	JAE        loop64
-
-lanes:
-	REDUCE
-	MOVL AX, ret+32(FP)
-	RET
-
-// The hybrid kernel runs the CRC32 instruction beside the carry-less multiplications: they
-// use different execution units, and VPCLMULQDQ alone is bound by its own unit's throughput
-// (about 16 bytes per cycle here). A chunk (hybridChunk in Go: HYBRIDVEC + 3*HYBRIDLANE =
-// 48128 bytes) is 128 blocks of 256 bytes,
-// folded as in updateVector, followed by three lanes of HYBRIDLANE bytes, each checksummed
-// by the CRC32 instruction from a zero register; every loop step folds one block and takes
-// 40 bytes from each lane. At the chunk's end the blocks reduce to a register r, and the
-// lanes join it by Horner's rule: r = shift(r) ^ lane, three times, where shift multiplies
-// by x^(8*HYBRIDLANE) modulo P. The shift is one carry-less multiplication by khybrid,
-// x^(8*HYBRIDLANE-33) mod P (the product carries an extra factor x, and the CRC32
-// instruction that reduces it multiplies by x^32), then a CRC32 of the 64-bit product.
-#define HYBRIDLANE 5120
-#define HYBRIDVEC 32768
-
-DATA khybrid<>+0(SB)/8, $0xca110698
-GLOBL khybrid<>(SB), RODATA|NOPTR, $8
-
-// LANESTEP takes 8 bytes at offset off from each of the three lanes (R8 and HYBRIDLANE and
-// twice that past it) into R9, R10 and R11.
-#define LANESTEP(off) \
-	CRC32Q off(R8), R9; \
-	CRC32Q (HYBRIDLANE+off)(R8), R10; \
-	CRC32Q (2*HYBRIDLANE+off)(R8), R11
-
-// SHIFTIN sets AX to shift(AX) ^ lane (see above); khybrid is in X2. Clobbers X1 and BX.
-#define SHIFTIN(lane) \
-	MOVQ      AX, X1; \
-	PCLMULQDQ $0x00, X2, X1; \
-	MOVQ      X1, BX; \
-	XORL      AX, AX; \
-	CRC32Q    BX, AX; \
-	XORL      lane, AX
-
-// func updateHybrid(crc uint32, p []byte) uint32
-// len(p) is a multiple of the chunk (HYBRIDVEC + 3*HYBRIDLANE = 48128); crc is the
-// inverted running value, as for updateVector.
-TEXT ·updateHybrid(SB), NOSPLIT, $0-36
-	MOVL crc+0(FP), AX
-	MOVQ p_base+8(FP), SI
-	MOVQ p_len+16(FP), CX
-
-hybridChunk:
-	VMOVDQU64 (SI), Z1
-	VMOVDQU64 64(SI), Z2
-	VMOVDQU64 128(SI), Z3
-	VMOVDQU64 192(SI), Z4
-	VMOVD     AX, X0     // zeroes the rest of Z0
-	VPXORQ    Z0, Z1, Z1 // the running value joins the chunk's first 32 bits
-	VMOVDQU64 k2048<>(SB), Z0
-	LEAQ      256(SI), DI
-	LEAQ      HYBRIDVEC(SI), R8
-	XORL      R9, R9
-	XORL      R10, R10
-	XORL      R11, R11
-	LANESTEP(0)
-	LANESTEP(8)
-	LANESTEP(16)
-	LANESTEP(24)
-	LANESTEP(32)
-	ADDQ      $40, R8
-	MOVQ      $127, DX
-
-hybridLoop:
-	VMOVDQU64 (DI), Z11
-	VMOVDQU64 64(DI), Z12
-	VMOVDQU64 128(DI), Z13
-	VMOVDQU64 192(DI), Z14
-	LANESTEP(0)
-	LANESTEP(8)
-	FOLD4
-	LANESTEP(16)
-	LANESTEP(24)
-	LANESTEP(32)
-	ADDQ      $256, DI
-	ADDQ      $40, R8
-	DECQ      DX
-	JNZ       hybridLoop
-
-	MERGE4
-	REDUCE
-	MOVQ khybrid<>(SB), X2
-	SHIFTIN(R9)
-	SHIFTIN(R10)
-	SHIFTIN(R11)
-	ADDQ $(HYBRIDVEC+3*HYBRIDLANE), SI
-	SUBQ $(HYBRIDVEC+3*HYBRIDLANE), CX
-	JNZ  hybridChunk
-
-	MOVL AX, ret+32(FP)
-	RET
-
 // func foldBlocks512(acc *[256]byte, p []byte)
 // len(p) % 256 == 0. acc holds four unreduced 512-bit accumulators; each 256-byte block of
 // p is folded in, 64 bytes into each.
@@ -286,6 +155,48 @@ TEXT ·reduceBlock512(SB), NOSPLIT, $0-12
 	MERGE4
 	REDUCE
 	MOVL       AX, ret+8(FP)
+	RET
+
+// REDUCEZ reduces a state in FOLDZ's layout (Z1, Z2, X3) to the 32-bit running value in AX:
+// Z1 folds into Z2 by 1024 bits (the distance between their segments); Z2 then by 512 bits,
+// past the 64 bytes of the last segment, which stand as zeros; REDUCE; and the last
+// segment's own result joins. Clobbers X0-X6, R8 and the upper state.
+#define REDUCEZ \
+	VMOVD      X3, R8; \
+	VMOVDQU64  k1024<>(SB), Z0; \
+	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
+	VPTERNLOGD $0x96, Z5, Z1, Z2; \
+	VMOVDQU64  k512<>(SB), Z0; \
+	VPCLMULQDQ $0x11, Z0, Z2, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z2, Z4; \
+	VPXORQ     Z5, Z4, Z4; \
+	REDUCE; \
+	XORL       R8, AX
+
+// func updateVectorZ(crc uint32, p []byte) uint32
+// updateVector with FOLDZ: len(p) a multiple of 256. The running value joins the first block
+// as a CRC32 segment's result would.
+TEXT ·updateVectorZ(SB), NOSPLIT, $0-36
+	MOVL      crc+0(FP), AX
+	MOVQ      p_base+8(FP), SI
+	MOVQ      p_len+16(FP), CX
+	VMOVD     AX, X3
+	VPXORQ    Z1, Z1, Z1
+	VPXORQ    Z2, Z2, Z2
+	VMOVDQU64 k2048<>(SB), Z0
+	TESTQ     CX, CX
+	JZ        doneZ
+
+loopZ:
+	FOLDZ(SI)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JNZ  loopZ
+
+doneZ:
+	REDUCEZ
+	MOVL AX, ret+32(FP)
 	RET
 
 // func shiftClmul(reg uint32, n uint64, tab *[maxShiftBits]uint32) uint32

@@ -16,10 +16,6 @@ func foldBlocks(acc *[256]byte, p []byte) { panic("crc32c: no vector kernel on t
 
 func reduceBlock(acc *[256]byte) uint32 { panic("crc32c: no vector kernel on this platform") }
 
-const hybridChunk = 32768 + 3*5120
-
-func updateHybrid(crc uint32, p []byte) uint32 { panic("crc32c: no vector kernel on this platform") }
-
 func shiftClmul(reg uint32, n uint64, tab *[maxShiftBits]uint32) uint32 {
 	panic("crc32c: no vector kernel on this platform")
 }

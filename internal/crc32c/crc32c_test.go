@@ -41,21 +41,23 @@ func testMatchesStdlib(t *testing.T) {
 	}
 }
 
-// TestHybridChunks runs lengths at and around whole chunks of the hybrid kernel (where it
-// hands over to updateVector and then hash/crc32), from random running values.
-func TestHybridChunks(t *testing.T) { eachLevel(t, testHybridChunks) }
+// TestBlockEdges runs lengths at and around multiples of the vector kernels' 256-byte
+// blocks, small and large (where a kernel hands the rest over to hash/crc32), from random
+// running values.
+func TestBlockEdges(t *testing.T) { eachLevel(t, testBlockEdges) }
 
-func testHybridChunks(t *testing.T) {
+func testBlockEdges(t *testing.T) {
 	seed := testseed.Get(t)
 	t.Logf("vector kernel: %s", Kernel())
 	r := rand.New(rand.NewPCG(seed, 5))
-	buf := make([]byte, 3*hybridChunk+1024)
+	const large = 188 * 256 // a long input
+	buf := make([]byte, 3*large+1024)
 	for i := range buf {
 		buf[i] = byte(r.Uint32())
 	}
-	for k := 1; k <= 3; k++ {
+	for _, base := range []int{1024, 4096, large, 2 * large, 3 * large} {
 		for _, d := range []int{-257, -256, -64, -1, 0, 1, 63, 64, 255, 256, 300, 1023, 1024} {
-			n := k*hybridChunk + d
+			n := base + d
 			if n > len(buf) {
 				continue
 			}
@@ -142,7 +144,8 @@ func TestConstants(t *testing.T) {
 		{"k64", k(64), 0xdd45aab8},
 		{"P", uint64(bits.Reverse32(poly))<<1 | 1, 0x105ec76f1},
 		{"mu", barrettMu(), 0xdea713f1},
-		{"khybrid", uint64(bits.Reverse32(xnmod(8*(hybridChunk-32768)/3 - 33))), 0xca110698},
+		{"k1024 lo", k(1024 + 32), 0x6992cea2},
+		{"k1024 hi", k(1024 - 32), 0x0d3b6092},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: derived %#x, the kernel has %#x", c.name, c.got, c.want)

@@ -1,9 +1,10 @@
-// The folds by 2048 bits that internal/crc32c's kernels (crc32c_amd64.s) and batchfmt's record
-// kernels (encode_amd64.s, encode_avx2_amd64.s) share: FOLD4, four 512-bit accumulators, 256 bytes per step, for
-// AVX-512; FOLDH below for AVX2. Each fold
-// constant pair is, for a fold distance of D bits, x^(D+32) mod P (low qword) and
-// x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
-// (crc32c_test.go) derives it from the polynomial and checks it.
+// The folds of internal/crc32c's kernels (crc32c_amd64.s), the Folder's two of which
+// batchfmt's record kernels (encode_amd64.s, encode_avx2_amd64.s) share: FOLD4, four 512-bit
+// accumulators, 256 bytes per step (the AVX-512 Folder's); FOLDZ (AVX-512 Update's) and FOLDH
+// (AVX2, Update's and the Folder's), each half on the carry-less multiplication and half on
+// the CRC32 instruction. Each fold constant pair is, for a fold distance of D bits,
+// x^(D+32) mod P (low qword) and x^(D-32) mod P (high qword), bit-reflected and shifted left
+// by one; TestConstants (crc32c_test.go) derives it from the polynomial and checks it.
 
 DATA k2048<>+0(SB)/8, $0xdcb17aa4
 DATA k2048<>+8(SB)/8, $0xb9e02b86
@@ -30,6 +31,52 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 	VPTERNLOGD $0x96, Z12, Z6, Z2; \
 	VPTERNLOGD $0x96, Z13, Z7, Z3; \
 	VPTERNLOGD $0x96, Z14, Z8, Z4
+
+// AVX-512 Update's fold (updateVectorZ). VPCLMULQDQ runs one instruction every other cycle here, on
+// 512-bit registers as on 256-bit ones, so folding alone takes 16 bytes per cycle; the CRC32
+// instruction, on other execution units, takes as many beside it. Each 256-byte block is cut
+// into four 64-byte segments:
+//
+//	offset  0    64   128  192  256
+//	        | Z1 | c  | Z2 | c  |
+//
+// The segments at 0 and 128 are folded into the accumulators Z1 and Z2 by 2048 bits per
+// block (constant k2048 in Z0). Each segment c is checksummed by the CRC32 instruction from a
+// zero register and stands in the fold as zeros; its 32-bit result joins the first 4 bytes of
+// the segment after it (as in FOLDH below). The last segment's result, X3 (upper bits zero),
+// joins the next block's first segment, or, at the end of the stream, the reduced value
+// (REDUCEZ in crc32c_amd64.s).
+
+// CRCSEG64 sets AX to the CRC32 instruction's register over the 64 bytes at off(base), from
+// zero.
+#define CRCSEG64(base, off) \
+	XORL   AX, AX; \
+	CRC32Q (off)(base), AX; \
+	CRC32Q (off+8)(base), AX; \
+	CRC32Q (off+16)(base), AX; \
+	CRC32Q (off+24)(base), AX; \
+	CRC32Q (off+32)(base), AX; \
+	CRC32Q (off+40)(base), AX; \
+	CRC32Q (off+48)(base), AX; \
+	CRC32Q (off+56)(base), AX
+
+// FOLDZ folds the 256-byte block at base into Z1, Z2 and X3 as described above. Z5, Z6, Z11-Z13
+// and AX are scratch.
+#define FOLDZ(base) \
+	VMOVDQU64  (base), Z11; \
+	VMOVDQU64  128(base), Z12; \
+	VPXORQ     Z3, Z11, Z11; \
+	VPCLMULQDQ $0x11, Z0, Z1, Z5; \
+	VPCLMULQDQ $0x00, Z0, Z1, Z1; \
+	VPTERNLOGD $0x96, Z11, Z5, Z1; \
+	CRCSEG64(base, 64); \
+	VMOVD      AX, X13; \
+	VPXORQ     Z13, Z12, Z12; \
+	CRCSEG64(base, 192); \
+	VMOVD      AX, X3; \
+	VPCLMULQDQ $0x11, Z0, Z2, Z6; \
+	VPCLMULQDQ $0x00, Z0, Z2, Z2; \
+	VPTERNLOGD $0x96, Z12, Z6, Z2
 
 // The AVX2 kernels' fold, for CPUs with VPCLMULQDQ but without AVX-512 (AMD Zen 3, Intel
 // client cores from Alder Lake on). With 256-bit registers a carry-less multiplication
