@@ -27,8 +27,10 @@
 //  4. Deletion. Failed deletes of earlier passes are retried first (re-checked). Then the pass
 //     lists the data prefix and the segment prefix from where the previous pass stopped, at
 //     most MaxListPerPass objects, and deletes the unreferenced old ones, at most
-//     MaxDeletesPerPass. A listing that reaches the end starts over next pass. Failed deletes
-//     are logged, counted (sluice_gc_delete_errors_total) and retried next pass.
+//     MaxDeletesPerPass. A listing that reaches the end starts over next pass. (FullPass,
+//     for runs not repeated soon, lists on in rounds of MaxListPerPass until both listings
+//     have reached their end.) Failed deletes are logged, counted
+//     (sluice_gc_delete_errors_total) and retried next pass.
 //  5. delete_on_empty (see below).
 //
 // # Why an object a producer may still commit is never deleted

@@ -28,7 +28,8 @@ type Config struct {
 	// on uploads older than half of it (producer.Config.CommitDeadline).
 	GracePeriod time.Duration
 	// MaxListPerPass bounds the objects one pass lists per stream (both prefixes together).
-	// Default 10000. The next pass continues where this one stopped.
+	// Default 10000. The next pass continues where this one stopped. FullPass lists in
+	// rounds of this many until it reaches the end.
 	MaxListPerPass int
 	// MaxDeletesPerPass bounds the objects one pass deletes per stream. Default 1000.
 	MaxDeletesPerPass int
@@ -241,6 +242,19 @@ func (c *Collector) Forget(manifestPath, dataPrefix string) {
 // Anything that leaves the set of referenced objects uncertain (a manifest or segment that
 // cannot be read) fails the pass before anything is deleted.
 func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (rep Report, err error) {
+	return c.pass(ctx, manifestPath, dataPrefix, false)
+}
+
+// FullPass is Pass with both listings run to the end of their prefixes, from where the last
+// pass left them, in rounds of MaxListPerPass objects (each round logged at Info), so that one
+// call examines every batch and segment object of the stream. Deletes stay within
+// MaxDeletesPerPass in all. It is for runs that are not repeated soon (sluice gc --once, a
+// cron job), where Pass would examine the same first MaxListPerPass objects each time.
+func (c *Collector) FullPass(ctx context.Context, manifestPath, dataPrefix string) (rep Report, err error) {
+	return c.pass(ctx, manifestPath, dataPrefix, true)
+}
+
+func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, full bool) (rep Report, err error) {
 	s := Stream{manifestPath, dataPrefix}
 	rep.Stream = s
 	defer func() {
@@ -264,7 +278,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	// is gone, and what it left behind is swept.
 	head, err := c.store.Head(ctx, manifestPath)
 	if gone := errors.Is(err, objectstore.ErrNotFound); gone || (err == nil && head.Size == 0) {
-		if err := c.sweepGone(ctx, s, st, log, &rep); err != nil {
+		if err := c.sweepGone(ctx, s, st, log, &rep, full); err != nil {
 			return rep, err
 		}
 		return rep, fmt.Errorf("%w: %s (deleted)", ErrStreamNotFound, manifestPath)
@@ -317,7 +331,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
 	}
 
-	if _, err := c.collect(ctx, s, st, log, &rep, refs, cutoff); err != nil {
+	if _, err := c.collect(ctx, s, st, log, &rep, refs, cutoff, full); err != nil {
 		return rep, err
 	}
 
@@ -334,7 +348,7 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 // older than cutoff: first the deletes that failed last time (steps 4 and 5 of a pass), then
 // both prefixes from where the last pass stopped, within the pass's budgets. complete says
 // whether both listings reached their end.
-func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time) (complete bool, err error) {
+func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time, full bool) (complete bool, err error) {
 	manifestPath, dataPrefix := s.ManifestPath, s.DataPrefix
 	deletable := func(o objectstore.ObjectInfo) bool {
 		if _, ok := refs[o.Key]; ok {
@@ -382,11 +396,15 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		}
 	}
 
-	// 5. List both prefixes from where the last pass stopped.
+	// 5. List both prefixes from where the last pass stopped: one round, or (full) rounds
+	// until each listing has reached its end once.
 	listBudget := c.cfg.MaxListPerPass
 	segPrefix := manifest.SegmentPrefix(manifestPath)
 	var wrappedData, wrappedSeg bool
 	sweepData := func() (err error) {
+		if wrappedData {
+			return nil // done in an earlier round of this pass
+		}
 		wrappedData, err = c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
 			if strings.HasPrefix(o.Key, segPrefix) {
 				return // the segment sweep's
@@ -405,6 +423,9 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		return err
 	}
 	sweepSeg := func() (err error) {
+		if wrappedSeg {
+			return nil
+		}
 		wrappedSeg, err = c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
 			if !IsSegmentKey(manifestPath, o.Key) {
 				rep.Foreign++
@@ -418,16 +439,23 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 	}
 	// The two share the budget; they take turns to go first, so that neither is starved when
 	// the other's listing fills the budget to the end, pass after pass.
-	first, second := sweepData, sweepSeg
-	if st.segFirst {
-		first, second = sweepSeg, sweepData
-	}
-	st.segFirst = !st.segFirst
-	if err := first(); err != nil {
-		return false, err
-	}
-	if err := second(); err != nil {
-		return false, err
+	for round := 1; ; round++ {
+		first, second := sweepData, sweepSeg
+		if st.segFirst {
+			first, second = sweepSeg, sweepData
+		}
+		st.segFirst = !st.segFirst
+		if err := first(); err != nil {
+			return false, err
+		}
+		if err := second(); err != nil {
+			return false, err
+		}
+		if !full || (wrappedData && wrappedSeg) {
+			break
+		}
+		log.Info("gc: listing the stream's objects", "round", round, "listed", rep.Listed, "deleted", rep.Deleted)
+		listBudget = c.cfg.MaxListPerPass
 	}
 	rep.Wrapped = wrappedData || wrappedSeg
 	return wrappedData && wrappedSeg, nil
@@ -439,7 +467,7 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 // period by the store's clock goes. A stream created again under the name meanwhile has a
 // manifest and only younger objects: the sweep stops when it sees the manifest, and would
 // spare those objects anyway. The clock's probe, left under the prefix, goes at the end.
-func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report) error {
+func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, full bool) error {
 	defer func() {
 		if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 			log.Warn("deleted stream: probe left behind", "key", ProbeKey(s.DataPrefix), "err", err)
@@ -455,7 +483,7 @@ func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, lo
 	} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return fmt.Errorf("gc: head manifest %s: %w", s.ManifestPath, err)
 	}
-	complete, err := c.collect(ctx, s, st, log, rep, nil, cutoff)
+	complete, err := c.collect(ctx, s, st, log, rep, nil, cutoff, full)
 	if err != nil {
 		return err
 	}

@@ -481,6 +481,62 @@ func TestBoundedResumablePasses(t *testing.T) {
 	checkIntact(t, fs)
 }
 
+// TestFullPassListsEverything: FullPass lists both prefixes to their end in rounds of
+// MaxListPerPass, from where an earlier pass left off, deletes every unreferenced old object
+// within MaxDeletesPerPass in all, and leaves the referenced ones; the next FullPass starts
+// the listings over.
+func TestFullPassListsEverything(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	const garbage = 37
+	for i := range garbage {
+		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
+		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.advance(time.Hour)
+	cfg := testConfig(time.Now)
+	cfg.MaxListPerPass = 5
+	cfg.MaxDeletesPerPass = 30
+	c, err := NewCollector(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bounded pass first, so that the full one starts mid-listing.
+	rep, err := c.Pass(ctx, mpath, dpre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Listed != 5 || rep.Wrapped {
+		t.Fatalf("bounded pass: %+v", rep)
+	}
+	first := rep.Deleted
+	rep, err = c.FullPass(ctx, mpath, dpre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Wrapped || rep.Deleted != 30 {
+		t.Fatalf("full pass: %+v, want the listing to its end and 30 deletes (the budget)", rep)
+	}
+	if left := len(batchKeys(t, fs)); left != 1+garbage-first-30 {
+		t.Fatalf("%d batch objects left after the full pass, want %d", left, 1+garbage-first-30)
+	}
+	rep, err = c.FullPass(ctx, mpath, dpre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := garbage - first - 30; rep.Deleted != want || rep.Referenced != 1 {
+		t.Fatalf("second full pass: %+v, want %d deleted and the referenced object seen", rep, want)
+	}
+	if left := batchKeys(t, fs); len(left) != 1 {
+		t.Fatalf("batch objects left: %v, want only the referenced one", left)
+	}
+	checkIntact(t, fs)
+}
+
 // TestDeleteOnEmpty: a stream empty for min_age_secs, whose objects are all collected, is
 // deleted; readers then see it as not found. A non-empty stream is never deleted.
 func TestDeleteOnEmpty(t *testing.T) {

@@ -37,7 +37,8 @@ Per stream, a pass:
   1. applies retention: drops from the manifest the entries below the trim point, older
      than the retention age, or (queue mode) acknowledged by every group, keeping entries
      younger than --keep-recent;
-  2. deletes batch and segment objects the manifest no longer references and that are
+  2. lists every batch and segment object of the stream, in rounds of --max-list (each
+     round logged), and deletes those the manifest no longer references and that are
      older than --grace-period by the store's own clock (never by the local clock), at
      most --max-deletes per stream.
 delete_on_empty needs a collector that has watched a stream stay empty, so --once never
@@ -60,7 +61,7 @@ Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"refer
 	fl.BoolVar(&f.once, "once", false, "run one pass over every stream and exit (required)")
 	fl.DurationVar(&f.gracePeriod, "grace-period", def.GracePeriod, "delete unreferenced objects only when older than this (by the store's clock)")
 	fl.DurationVar(&f.keepRecent, "keep-recent", def.KeepRecent, "keep entries this long after their arrival even when retention covers them")
-	fl.IntVar(&f.maxList, "max-list", def.MaxListPerPass, "most objects listed per stream")
+	fl.IntVar(&f.maxList, "max-list", def.MaxListPerPass, "objects listed per round (a pass lists every object of a stream, round after round)")
 	fl.IntVar(&f.maxDeletes, "max-deletes", def.MaxDeletesPerPass, "most objects deleted per stream")
 	return cmd
 }
@@ -119,7 +120,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	out := newJSONOut(cmd.OutOrStdout())
 	failed := 0
 	for _, st := range streams {
-		rep, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix)
+		rep, err := col.FullPass(ctx, st.ManifestPath, st.DataPrefix)
 		rj := gcReportJSON{
 			Stream: st.Name, Basin: st.Basin, EntriesDropped: rep.EntriesDropped, Listed: rep.Listed,
 			Referenced: rep.Referenced, Young: rep.Young, Foreign: rep.Foreign, Deleted: rep.Deleted,

@@ -90,3 +90,24 @@ func TestGCOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestGCOnceListsEveryObject: one gc --once run lists every object of a stream, in rounds of
+// --max-list, rather than the first --max-list objects each run (which a cron job would
+// repeat forever, never reaching the rest).
+func TestGCOnceListsEveryObject(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c *cli) {
+		c.ok("", "stream", "create", "t")
+		const appends = 7
+		for i := range appends {
+			c.ok(fmt.Sprintf("r%d\n", i), "append", "t")
+		}
+		reps := jsonLines[gcReport](t, c.ok("", "gc", "--once", "--max-list", "2").stdout)
+		if len(reps) != 1 || reps[0].Error != "" {
+			t.Fatalf("gc reports = %+v", reps)
+		}
+		if r := reps[0]; r.Listed < appends || r.Referenced != appends {
+			t.Fatalf("gc --once --max-list 2 listed %d objects and saw %d referenced, want every one of the %d batch objects", r.Listed, r.Referenced, appends)
+		}
+		c.fails("", []string{"--max-list"}, "gc", "--once", "--max-list", "0")
+	})
+}
