@@ -6,6 +6,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/crc32c"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // Encoder builds one batch object from appends, in order. It is reusable via Reset and is
@@ -57,7 +58,7 @@ func NewEncoder(c Compression) *Encoder {
 // Reset empties the encoder, keeping its buffers. Bytes returned by Finish become invalid.
 func (e *Encoder) Reset() {
 	if cap(e.buf) < HeaderSize {
-		e.buf = make([]byte, HeaderSize, 64<<10)
+		e.buf = alignedBuf(HeaderSize, 64<<10)
 	}
 	e.buf = e.buf[:HeaderSize]
 	e.out = e.out[:0]
@@ -200,7 +201,7 @@ write:
 			// (addFused), needs the room before it starts.
 			need = max(2*need, min(recStart, 64<<20))
 		}
-		b = slices.Grow(b, need)
+		b = growAligned(b, need)
 	}
 	b = b[:recStart+wire]
 	switch {
@@ -492,6 +493,9 @@ func (e *Encoder) Finish() ([]byte, error) {
 	} else {
 		sum = crc32c.Checksum(obj)
 	}
+	if e.c == CompressionNone {
+		obj = growAligned(obj, TrailerSize)
+	}
 	obj = binary.BigEndian.AppendUint32(obj, sum)
 	if e.c == CompressionNone {
 		e.buf = obj[:len(obj)-TrailerSize] // keep the buffer if append grew it
@@ -499,4 +503,24 @@ func (e *Encoder) Finish() ([]byte, error) {
 		e.out = obj
 	}
 	return obj, nil
+}
+
+// alignedBuf returns a buffer of the given length and capacity whose payload (the bytes from
+// HeaderSize on, which the checksum folds in blocks) starts on a 64-byte boundary, so that
+// the fold's 64-byte loads each read one cache line, not two.
+func alignedBuf(length, capacity int) []byte {
+	raw := make([]byte, capacity+63)
+	off := int(-(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) + HeaderSize) & 63)
+	return raw[off : off+length : off+capacity]
+}
+
+// growAligned is slices.Grow for the encoder's buffer: room for n more bytes, the payload
+// kept on a 64-byte boundary (alignedBuf).
+func growAligned(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := alignedBuf(len(b), max(2*cap(b), len(b)+n))
+	copy(nb, b)
+	return nb
 }

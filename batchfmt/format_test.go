@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestCompressionStrings(t *testing.T) {
@@ -613,4 +614,27 @@ func checkObjectCRC(t *testing.T, e *Encoder, ins []AppendInput) {
 		t.Fatal(err)
 	}
 	checkBatch(t, b, ins, nil)
+}
+
+// TestEncoderPayloadAligned: the encoder keeps its payload (the bytes the checksum folds in
+// 64-byte loads) on a 64-byte boundary, from Reset and through every growth, including
+// across Finish and Reset.
+func TestEncoderPayloadAligned(t *testing.T) {
+	e := NewEncoder(CompressionNone)
+	for round := range 3 {
+		e.Reset()
+		for i := range 40 * (round + 1) {
+			in := AppendInput{Records: []Record{{Body: make([]byte, 1000+i*97)}}}
+			e.Add(&in)
+			if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
+				t.Fatalf("round %d, append %d: payload at %d bytes past a 64-byte boundary", round, i, a)
+			}
+		}
+		if _, err := e.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
+			t.Fatalf("round %d, after Finish: payload at %d bytes past a 64-byte boundary", round, a)
+		}
+	}
 }
