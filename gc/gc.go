@@ -210,15 +210,16 @@ func NewCollector(store objectstore.Store, cfg Config) (*Collector, error) {
 	return &Collector{store: store, cfg: cfg, m: m, streams: map[Stream]*streamState{}}, nil
 }
 
-// Pass runs one pass over one stream with a fresh collector (no memory of earlier passes:
-// listings start at the beginning, delete_on_empty never fires). The daemon uses a
-// Collector or Run instead.
+// Pass runs one full pass (Collector.FullPass: every object listed, in rounds of
+// MaxListPerPass) over one stream with a fresh collector, which has no memory of earlier
+// passes: a bounded pass would list the same first objects on every call, and
+// delete_on_empty never fires. The daemon uses a Collector or Run instead.
 func Pass(ctx context.Context, store objectstore.Store, manifestPath, dataPrefix string, cfg Config) (Report, error) {
 	c, err := NewCollector(store, cfg)
 	if err != nil {
 		return Report{}, err
 	}
-	return c.Pass(ctx, manifestPath, dataPrefix)
+	return c.FullPass(ctx, manifestPath, dataPrefix)
 }
 
 func (c *Collector) state(s Stream) *streamState {

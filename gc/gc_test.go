@@ -537,6 +537,33 @@ func TestFullPassListsEverything(t *testing.T) {
 	checkIntact(t, fs)
 }
 
+// TestPassFuncListsEverything: the package-level Pass, whose fresh collector remembers no
+// listing position, lists every object rather than the same first MaxListPerPass each call.
+func TestPassFuncListsEverything(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	const garbage = 12
+	for i := range garbage {
+		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
+		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.advance(time.Hour)
+	cfg := testConfig(time.Now)
+	cfg.MaxListPerPass = 5
+	rep, err := Pass(ctx, fs, mpath, dpre, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Deleted != garbage || rep.Referenced != 1 {
+		t.Fatalf("Pass: %+v, want %d deleted and the referenced object seen", rep, garbage)
+	}
+	checkIntact(t, fs)
+}
+
 // TestDeleteOnEmpty: a stream empty for min_age_secs, whose objects are all collected, is
 // deleted; readers then see it as not found. A non-empty stream is never deleted.
 func TestDeleteOnEmpty(t *testing.T) {
