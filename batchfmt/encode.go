@@ -189,7 +189,7 @@ func (e *Encoder) add(in *AppendInput) error {
 	}
 write:
 	b := e.buf
-	if len(b)-HeaderSize+appendHeaderSize+8+1+MaxFencingTokenLen+wire > MaxObjectBytes {
+	if len(b)-HeaderSize+maxAppendHeader+wire > MaxObjectBytes {
 		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
 	}
 	b = appendAppendHeader(b, in, flags, n, metered, wire)
@@ -227,10 +227,15 @@ write:
 	return nil
 }
 
+// maxAppendHeader is the longest append header: the fixed part, match_seq_num and a fencing
+// token of the longest length.
+const maxAppendHeader = appendHeaderSize + 8 + 1 + MaxFencingTokenLen
+
 // appendAppendHeader appends an append's header: flags, record count, metered and frame
 // totals, then the condition fields the flags announce.
 func appendAppendHeader(b []byte, in *AppendInput, flags byte, n, metered, wire int) []byte {
 	hdr := len(b)
+	b = growAligned(b, maxAppendHeader)
 	b = append(b, flags, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint16(b[hdr+1:], uint16(n))
 	binary.BigEndian.PutUint32(b[hdr+3:], uint32(metered))
@@ -520,7 +525,11 @@ func growAligned(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
 		return b
 	}
-	nb := alignedBuf(len(b), max(2*cap(b), len(b)+n))
+	c := 2 * cap(b)
+	if cap(b) >= 1<<20 {
+		c = cap(b) + cap(b)/4 // as append grows large slices
+	}
+	nb := alignedBuf(len(b), max(c, len(b)+n))
 	copy(nb, b)
 	return nb
 }

@@ -638,3 +638,44 @@ func TestEncoderPayloadAligned(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderPayloadAlignedAfterLongAppendHeader: the payload stays aligned when an append
+// header (up to 68 bytes, with match_seq_num and a 48-byte fencing token) is the write that
+// outgrows the buffer: after an Add only kernelSlack (64) bytes of room are sure to be left.
+// (Found by a review: a plain append there reallocated the buffer unaligned.)
+func TestEncoderPayloadAlignedAfterLongAppendHeader(t *testing.T) {
+	e := NewEncoder(CompressionNone)
+	aligned := func(what string) {
+		t.Helper()
+		if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
+			t.Fatalf("%s: payload at %d bytes past a 64-byte boundary (len %d cap %d)", what, a, len(e.buf), cap(e.buf))
+		}
+	}
+	aligned("after Reset")
+	// Fill the buffer so that exactly 64 bytes of capacity are left after the first append:
+	// wire = body + 5 (2-byte header count, magic, 2-byte metered size).
+	body := cap(e.buf) - len(e.buf) - appendHeaderSize - 64 - 5
+	if body+8 >= 1<<16 || body <= 256 {
+		t.Skipf("unexpected initial capacity %d", cap(e.buf))
+	}
+	if e.Add(&AppendInput{Records: []Record{{Body: bytes.Repeat([]byte{'a'}, body)}}}) < 0 {
+		t.Fatal(e.Err())
+	}
+	if spare := cap(e.buf) - len(e.buf); spare != 64 {
+		t.Skipf("spare capacity %d, want 64 for this test", spare)
+	}
+	aligned("after the first append")
+	seq := uint64(1)
+	tok := string(bytes.Repeat([]byte{'t'}, MaxFencingTokenLen))
+	if e.Add(&AppendInput{MatchSeqNum: &seq, FencingToken: &tok, Records: []Record{{Body: []byte("x")}}}) < 0 {
+		t.Fatal(e.Err())
+	}
+	aligned("after an append with a 68-byte header")
+	obj, err := e.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(obj); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+}

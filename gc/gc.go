@@ -246,11 +246,12 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 	return c.pass(ctx, manifestPath, dataPrefix, false)
 }
 
-// FullPass is Pass with both listings run to the end of their prefixes, from where the last
-// pass left them, in rounds of MaxListPerPass objects (each round logged at Info), so that one
+// FullPass is Pass with both listings run from the start of their prefixes to the end, in
+// rounds of MaxListPerPass objects (a long listing logs its progress at Info), so that one
 // call examines every batch and segment object of the stream. Deletes stay within
 // MaxDeletesPerPass in all. It is for runs that are not repeated soon (sluice gc --once, a
-// cron job), where Pass would examine the same first MaxListPerPass objects each time.
+// cron job), where Pass would examine the same first MaxListPerPass objects each time. The
+// next Pass lists from the start again.
 func (c *Collector) FullPass(ctx context.Context, manifestPath, dataPrefix string) (rep Report, err error) {
 	return c.pass(ctx, manifestPath, dataPrefix, true)
 }
@@ -397,8 +398,11 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		}
 	}
 
-	// 5. List both prefixes from where the last pass stopped: one round, or (full) rounds
-	// until each listing has reached its end once.
+	// 5. List both prefixes from where the last pass stopped: one round; or (full) from
+	// their start, in rounds until each listing has reached its end.
+	if full {
+		st.dataAfter, st.segAfter = "", ""
+	}
 	listBudget := c.cfg.MaxListPerPass
 	segPrefix := manifest.SegmentPrefix(manifestPath)
 	var wrappedData, wrappedSeg bool
@@ -517,6 +521,7 @@ func (c *Collector) sweep(ctx context.Context, prefix string, after *string, bud
 			*after = ""
 			return true, nil
 		}
+		*after = page.NextStartAfter // a page may end past its last object, or hold none
 	}
 	return false, nil
 }

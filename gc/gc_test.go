@@ -481,8 +481,8 @@ func TestBoundedResumablePasses(t *testing.T) {
 	checkIntact(t, fs)
 }
 
-// TestFullPassListsEverything: FullPass lists both prefixes to their end in rounds of
-// MaxListPerPass, from where an earlier pass left off, deletes every unreferenced old object
+// TestFullPassListsEverything: FullPass lists both prefixes from their start to their end in
+// rounds of MaxListPerPass, even after a bounded pass, deletes every unreferenced old object
 // within MaxDeletesPerPass in all, and leaves the referenced ones; the next FullPass starts
 // the listings over.
 func TestFullPassListsEverything(t *testing.T) {
@@ -505,7 +505,7 @@ func TestFullPassListsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A bounded pass first, so that the full one starts mid-listing.
+	// A bounded pass first, which leaves the listing mid-way; the full one starts over.
 	rep, err := c.Pass(ctx, mpath, dpre)
 	if err != nil {
 		t.Fatal(err)
@@ -778,5 +778,94 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := NewCollector(nil, c); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("nil store: %v", err)
+	}
+}
+
+// TestFullPassAfterBoundedPass: a FullPass examines every object even after a bounded Pass
+// left the listings mid-way: orphans that were young during the bounded pass, and are old
+// now, all go. (Found by a review: FullPass resumed from the bounded pass's cursor.)
+func TestFullPassAfterBoundedPass(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	const garbage = 20
+	for i := range garbage {
+		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
+		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(time.Now)
+	cfg.MaxListPerPass = 8
+	c, err := NewCollector(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bounded pass while everything is young: it examines the first 8 objects, deletes none.
+	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 0 || rep.Wrapped {
+		t.Fatalf("bounded pass: %+v, %v", rep, err)
+	}
+	fs.advance(time.Hour) // every orphan is old now
+	rep, err := c.FullPass(ctx, mpath, dpre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := len(keys(t, fs, dpre+"/")) + rep.Deleted
+	left := len(batchKeys(t, fs)) - 1 // but the referenced one
+	if left != 0 || rep.Listed < total {
+		t.Fatalf("FullPass listed %d of %d objects and left %d old unreferenced batch objects (report %+v)",
+			rep.Listed, total, left, rep)
+	}
+}
+
+// hidingStore hides the keys that contain "hidden" from listings, as a store that filters
+// on the server side may: a page can then hold no object and still go on.
+type hidingStore struct{ objectstore.Store }
+
+func (h hidingStore) List(ctx context.Context, prefix, startAfter string, limit int) (objectstore.ListPage, error) {
+	page, err := h.Store.List(ctx, prefix, startAfter, limit)
+	kept := page.Objects[:0:0]
+	for _, o := range page.Objects {
+		if !strings.Contains(o.Key, "hidden") {
+			kept = append(kept, o)
+		}
+	}
+	page.Objects = kept
+	return page, err
+}
+
+// TestSweepPastEmptyPages: a listing page with no objects but a continuation moves the
+// listing on (the cursor follows the page, not its last object) instead of asking for the
+// same page forever.
+func TestSweepPastEmptyPages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	for i := range 12 {
+		// Sorting before the batch objects' names (hex digits): whole pages of them.
+		k := fmt.Sprintf("%s/0-hidden-%02d", dpre, i)
+		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const garbage = 5
+	for i := range garbage {
+		k := fmt.Sprintf("%s/%012x%016x", dpre, i+1, i)
+		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.advance(time.Hour)
+	cfg := testConfig(time.Now)
+	cfg.MaxListPerPass = 4
+	rep, err := Pass(ctx, hidingStore{fs}, mpath, dpre, cfg)
+	if err != nil {
+		t.Fatalf("pass over pages of hidden keys: %v (%+v)", err, rep)
+	}
+	if rep.Deleted != garbage || rep.Referenced != 1 {
+		t.Fatalf("pass: %+v, want %d deleted and the referenced object seen", rep, garbage)
 	}
 }

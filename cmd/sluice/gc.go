@@ -37,10 +37,10 @@ Per stream, a pass:
   1. applies retention: drops from the manifest the entries below the trim point, older
      than the retention age, or (queue mode) acknowledged by every group, keeping entries
      younger than --keep-recent;
-  2. lists every batch and segment object of the stream, in rounds of --max-list (each
-     round logged), and deletes those the manifest no longer references and that are
-     older than --grace-period by the store's own clock (never by the local clock), at
-     most --max-deletes per stream.
+  2. lists every batch and segment object of the stream, in rounds of --max-list (a long
+     listing logs its progress), and deletes those the manifest no longer references
+     and that are older than --grace-period by the store's own clock (never by the local
+     clock), at most --max-deletes per stream.
 delete_on_empty needs a collector that has watched a stream stay empty, so --once never
 deletes a stream.
 

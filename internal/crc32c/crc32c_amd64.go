@@ -52,19 +52,17 @@ func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 // instruction.
 var useClmul = cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42
 
-// updateVector folds p into crc, which is the running value already inverted (as the
-// CRC32 instruction keeps it), and returns the new running value. len(p) must be at least
-// 256 and a multiple of 64.
-//
-//go:noescape
-func updateVector512(crc uint32, p []byte) uint32
-
-// foldBlocks folds each 256-byte block of p into the four 512-bit accumulators acc. len(p) must be a
-// multiple of 256.
+// updateVectorZ folds p into crc, which is the running value already inverted (as the CRC32
+// instruction keeps it), and returns the new running value: FOLDZ (fold_amd64.h), half of
+// each 256-byte block on two 512-bit accumulators, half by the CRC32 instruction. len(p)
+// must be a multiple of 256.
 //
 //go:noescape
 func updateVectorZ(crc uint32, p []byte) uint32
 
+// foldBlocks512 folds each 256-byte block of p into the four 512-bit accumulators acc (FOLD4,
+// a Folder's State). len(p) must be a multiple of 256.
+//
 //go:noescape
 func foldBlocks512(acc *[256]byte, p []byte)
 
