@@ -142,16 +142,17 @@
 //
 //	                             AVX-512                  AVX2
 //	                             apart       interleaved  apart       interleaved
-//	encode  1 KiB  none  heap    0.69-0.84   0.82-1.20    0.56-0.75   0.77-0.98
-//	encode  1 KiB  none  wire    0.72-0.91   0.86-1.24    0.77-0.82   0.80-0.95
-//	encode 64 KiB  none  heap    0.91-1.15   1.06-1.66    0.83-1.03   0.95-1.23
-//	encode 64 KiB  none  wire    0.94-1.06   1.03-1.42    0.94-0.98   0.97-1.19
-//	decode  1 KiB  none          0.84-1.02   0.86-1.30    0.68-0.77   0.86-0.99
-//	decode 64 KiB  none          1.38-2.00   1.61-2.06    1.07-1.31   1.20-1.49
-//	zstd, 1 and 64 KiB           0.89-1.19   0.94-0.99    0.79-1.09   0.93-0.99
+//	encode  1 KiB  none  heap    0.69-0.86   0.82-1.20    0.56-0.75   0.77-0.99
+//	encode  1 KiB  none  wire    0.69-0.91   0.85-1.34    0.58-0.82   0.80-1.08
+//	encode 64 KiB  none  heap    0.91-1.27   1.06-1.66    0.83-1.03   0.95-1.52
+//	encode 64 KiB  none  wire    0.94-1.18   1.03-1.43    0.80-0.98   0.97-1.41
+//	decode  1 KiB  none          0.58-1.02   0.80-1.39    0.68-0.78   0.86-1.13
+//	decode 64 KiB  none          1.23-2.04   1.59-2.18    1.07-1.32   1.20-1.51
+//	zstd, 1 and 64 KiB           0.87-1.19   0.94-0.99    0.79-1.09   0.92-0.99
 //	100 B bodies (no target): none 0.2-0.3; zstd 0.78-1.01
 //
-// (AVX-512: nine processes over two days, zstd and 100 B in six of them. AVX2: three
+// (AVX-512: fourteen processes over three days, zstd and 100 B in eleven and six of them;
+// the 0.58 decode is one process in which the vCPU slowed during the run. AVX2: five
 // processes on the same machine with GODEBUG=cpu.avx512f=off, which selects the AVX2 kernels
 // of this package and internal/crc32c; zstd is the same code either way, so its spread is
 // the machine's. Without either kernel (the purego tag, other architectures, or an amd64
@@ -162,6 +163,21 @@
 // and 0.40-0.43 / 0.63-0.72 (64 KiB), decode 0.48-0.53 / 0.62-0.69 (1 KiB) and 0.66 /
 // 0.84-1.08 (64 KiB): under the target, which these paths cannot meet while the checksum
 // alone takes longer than the copy.)
+//
+// This machine's two vCPUs slow down by turns, by up to a third for code bound by the CPU
+// (the checksum alone: 14 µs per MiB on one, 18-19 µs on the other, in the same minute)
+// while a copy bound by memory keeps its speed, which is most of the spread above. Pinned
+// to the quieter vCPU (taskset), with builds alternated, the record kernel writing 1 KiB
+// records takes 28-31 µs per MiB without its checksum, 32-33 with a checksum that only
+// loads the written blocks back, and 35-37 with the whole checksum, against 29-30 for the
+// copy: reading the fresh output back costs about as much as the multiplications. Folding
+// half of each block with the CRC32 instruction instead (internal/crc32c's FOLDZ, which
+// checksums a cache-warm buffer 1.7 times as fast as folding alone) measured no faster
+// there, nor did folding 512 to 16384 bytes behind the writes, prefetching the bodies or
+// the output; keeping the payload on a 64-byte boundary (so that each 64-byte load reads one
+// cache line) gained 1-3% at 1 KiB and 5-6% at 64 KiB. Folding from the registers the copy
+// holds would avoid the read-back, but would checksum the caller's bytes rather than the
+// stored ones, which a caller changing its records during Add would then make disagree.
 //
 // Under heavier load from other machines' work the 1 KiB heap encode has measured 0.60-0.71
 // apart and 0.78-0.95 interleaved (AVX-512): the 1 KiB encodes, run apart, are the paths that
