@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-dev/sluice/objectstore"
@@ -239,26 +240,52 @@ func cutDir(rest string) (dir, tail string, ok bool) {
 func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
 
 // ListStreams lists streams of a basin ("" = root namespace) whose names start with prefix and
-// sort after startAfter, up to limit (<= 0: 1000). A stream is listed when its manifest exists
-// and is not a tombstone (an empty object, see manifest.Create).
-// more says whether further streams may follow.
+// sort after startAfter, up to limit (<= 0: 1000), in lexicographic order of their names, as
+// S2 lists them. A stream is listed when its manifest exists and is not a tombstone (an empty
+// object, see manifest.Create). more says whether further streams follow.
+//
+// Store keys hold escaped names (EncodeName) followed by "/", and their order is not the
+// names' ("a/x" escapes to "a%2Fx", below "a-1"; "a/" sorts after "a-1/"), so a page walks
+// every stream under the prefix and keeps the first limit names after startAfter: a listing
+// of N streams in pages costs N/limit walks of them.
 func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []Stream, more bool, err error) {
 	limit = objectstore.PageLimit(limit)
-	root := streamsRoot(basin)
-	// Encoded names sort differently from raw names ('%' is below the letters). The walk is in
-	// encoded (key) order and the page is returned in that order, not re-sorted by raw name;
-	// pages are contiguous in encoded order.
-	after := root
-	if startAfter != "" {
-		after = root + streamDir(startAfter) + "/manifest"
+	var names []string
+	err = streamsUnder(ctx, s, basin, prefix, func(name string) {
+		if name <= startAfter {
+			return
+		}
+		names = append(names, name)
+		if len(names) > 2*(limit+1) { // keep the smallest limit+1 only
+			slices.Sort(names)
+			names = names[:limit+1]
+		}
+	})
+	if err != nil {
+		return nil, false, err
 	}
+	slices.Sort(names)
+	if len(names) > limit {
+		names, more = names[:limit], true
+	}
+	for _, name := range names {
+		st, _ := Locate(basin, name)
+		streams = append(streams, st)
+	}
+	return streams, more, nil
+}
+
+// streamsUnder calls fn with the name of every stream of a basin whose name starts with
+// prefix (not tombstones), in the order of their store keys.
+func streamsUnder(ctx context.Context, s objectstore.Store, basin, prefix string, fn func(name string)) error {
+	root := streamsRoot(basin)
 	// Narrow the listing to the prefix while its encoding surely sits in the first segment;
 	// names are filtered by prefix below in any case.
 	encPrefix := root
 	if p := EncodeName(prefix); len(p) < MaxSegmentLen-3 {
 		encPrefix = root + p
 	}
-	err = walkDirs(ctx, s, root, encPrefix, after, func(enc, tail string, o objectstore.ObjectInfo) bool {
+	return walkDirs(ctx, s, root, encPrefix, root, func(enc, tail string, o objectstore.ObjectInfo) bool {
 		if tail != "manifest" {
 			return true
 		}
@@ -266,18 +293,9 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
 			return true // not ours, or a deleted stream's tombstone (see manifest.Create)
 		}
-		if len(streams) == limit {
-			more = true
-			return false
-		}
-		st, _ := Locate(basin, name)
-		streams = append(streams, st)
+		fn(name)
 		return true
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return streams, more, nil
 }
 
 // walkDirs lists the keys under listPrefix (within root, a streams root) after after, a page
@@ -364,18 +382,16 @@ func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter str
 func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 	var all []Stream
 	listBasin := func(basin string) error {
-		after := ""
-		for {
-			ss, more, err := ListStreams(ctx, s, basin, "", after, 1000)
-			if err != nil {
-				return err
-			}
-			all = append(all, ss...)
-			if !more || len(ss) == 0 {
-				return nil
-			}
-			after = ss[len(ss)-1].Name
+		var names []string
+		if err := streamsUnder(ctx, s, basin, "", func(name string) { names = append(names, name) }); err != nil {
+			return err
 		}
+		slices.Sort(names)
+		for _, name := range names {
+			st, _ := Locate(basin, name)
+			all = append(all, st)
+		}
+		return nil
 	}
 	if err := listBasin(""); err != nil {
 		return nil, err
