@@ -578,6 +578,64 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 	}
 }
 
+// AppendAsync hands in to the stream's shared producer without waiting for its commit, and
+// returns a function that waits for its ack (call it exactly once; a wait whose ctx ends
+// first returns ctx's error, and the append still commits or fails on its own). Inputs that
+// one goroutine hands over one after another with one chain commit in that order, each only
+// if none before it failed (producer.Chain): an append session can have many in flight, the
+// producer batches them into few commits, and nothing after a failure enters the stream. The
+// error returned at once is one of handing over: no such stream, an invalid input, a closed
+// engine, an earlier failure of the chain. An error from the wait is final for this input:
+// unlike Append, it is not retried on a fresh producer, which could reorder it after inputs
+// handed over since. (A chain spans one producer: should the stream be deleted and created
+// again under a session, inputs handed to the new stream's producer commit on their own.)
+func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfmt.AppendInput, chain *producer.Chain) (wait func(context.Context) (producer.Ack, error), err error) {
+	for attempt := 0; ; attempt++ {
+		op, err := e.acquire(ctx, basin, name)
+		if err != nil {
+			return nil, err
+		}
+		t, err := op.p.AppendChained(ctx, in, chain)
+		if err != nil {
+			e.release(op)
+			if attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
+				e.evict(basin, name, op)
+				continue
+			}
+			if errors.Is(err, manifest.ErrNotExist) {
+				e.evict(basin, name, op)
+			}
+			return nil, err
+		}
+		return func(wctx context.Context) (producer.Ack, error) {
+			ack, err := t.Wait(wctx)
+			select {
+			case <-t.Done():
+				e.settle(basin, name, op, err)
+			default:
+				// wctx ended first: the producer is in use until the ticket resolves.
+				go func() {
+					<-t.Done()
+					_, terr := t.Result()
+					e.settle(basin, name, op, terr)
+				}()
+			}
+			return ack, err
+		}, nil
+	}
+}
+
+// settle ends an AppendAsync's use of op once its ticket has resolved with err.
+func (e *Engine) settle(basin, name string, op *openProducer, err error) {
+	e.release(op)
+	switch {
+	case err == nil:
+		e.notifier.Notify(op.st.ManifestPath)
+	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, producer.ErrClosed), errors.Is(err, manifest.ErrNotExist):
+		e.evict(basin, name, op) // the next append opens a fresh producer
+	}
+}
+
 // acquire returns the stream's producer, opening it if needed, and marks it in use.
 func (e *Engine) acquire(ctx context.Context, basin, name string) (*openProducer, error) {
 	key := streamKey{basin, name}

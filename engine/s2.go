@@ -287,6 +287,31 @@ func (b *s2Backend) Append(ctx context.Context, basin, stream string, in batchfm
 	return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
 }
 
+// OpenAppends is server.AsyncAppender's: an append session's inputs go to
+// Engine.AppendAsync on one producer.Chain.
+func (b *s2Backend) OpenAppends() server.Appends {
+	return &s2Appends{e: b.e, chain: new(producer.Chain)}
+}
+
+type s2Appends struct {
+	e     *Engine
+	chain *producer.Chain
+}
+
+func (a *s2Appends) Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (func(context.Context) (s2api.AppendAck, error), error) {
+	wait, err := a.e.AppendAsync(ctx, basin, stream, in, a.chain)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return func(wctx context.Context) (s2api.AppendAck, error) {
+		ack, err := wait(wctx)
+		if err != nil {
+			return s2api.AppendAck{}, apiError(err)
+		}
+		return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
+	}, nil
+}
+
 func pos(p manifest.Position) s2api.StreamPosition {
 	return s2api.StreamPosition{SeqNum: p.SeqNum, Timestamp: p.Timestamp}
 }

@@ -18,6 +18,12 @@ type Batch struct {
 	BatchNum  uint64
 	ArrivalMs uint64
 	Appends   []*batchfmt.AppendInput
+	// Skip, if set, is asked before append i's conditions: true rejects it as
+	// RejectPreceding. Rejected, if set, is told of every append Apply rejects, in order.
+	// Together they let a producer chain an append session's appends, each applied only if
+	// none before it failed (neither is stored).
+	Skip     func(i int) bool
+	Rejected func(i int)
 }
 
 // AppendResult is the outcome of one append: its positions, or the condition that rejected it.
@@ -99,10 +105,17 @@ func (s *State) Apply(b *Batch) (*BatchResult, error) {
 	seq := s.Tail.SeqNum
 	ts := s.Tail.Timestamp
 	for i, in := range b.Appends {
-		if rej, bad := s.checkAppend(in, seq); bad {
+		rej, bad := s.checkAppend(in, seq)
+		if b.Skip != nil && b.Skip(i) {
+			rej, bad = Rejection{Reason: RejectPreceding}, true
+		}
+		if bad {
 			rej.Append = uint32(i)
 			e.Rejected = append(e.Rejected, rej)
 			res.Appends[i].Err = rej.Err()
+			if b.Rejected != nil {
+				b.Rejected(i)
+			}
 			continue
 		}
 		r := &res.Appends[i]

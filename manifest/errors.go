@@ -32,6 +32,10 @@ var (
 	// ErrTimestampRequired: the stream's timestamping mode is client-require and a record of
 	// the append has no timestamp.
 	ErrTimestampRequired = errors.New("manifest: timestamping mode client-require: record has no timestamp")
+	// ErrPrecedingAppendFailed: the append followed, in one chain (an append session's
+	// appends, see Batch.Skip), an append that failed; it is not applied, so that nothing of
+	// a session after its first failure enters the stream.
+	ErrPrecedingAppendFailed = errors.New("manifest: an earlier append of the session failed")
 	// ErrNoChange may be returned by an Update function to skip the write.
 	ErrNoChange = errors.New("manifest: no change")
 	// ErrInvalidConfig is matched by every stream configuration problem.

@@ -239,6 +239,9 @@ func sampleState(t *testing.T) *State {
 	s := newState(t, Config{Timestamping: Timestamping{Mode: ClientPrefer}, Retention: Retention{AgeSecs: 3600}, DeleteOnEmpty: DeleteOnEmpty{MinAgeSecs: 60}, QueueMode: true})
 	s.Apply(batch("p1", 1, 10, &batchfmt.AppendInput{Records: recs(3, 1, 2, 3)}, &batchfmt.AppendInput{Records: recs(1), MatchSeqNum: u64(7)}))
 	s.Apply(batch("p2", 5, 11, &batchfmt.AppendInput{Records: []batchfmt.Record{batchfmt.FenceRecord("tok")}}, &batchfmt.AppendInput{Records: recs(1), FencingToken: str("nope")}))
+	chained := batch("p3", 1, 12, &batchfmt.AppendInput{Records: recs(1)}, &batchfmt.AppendInput{Records: recs(2)})
+	chained.Skip = func(i int) bool { return i == 1 }
+	s.Apply(chained)
 	s.OpenGroup("g1")
 	s.SetCheckpoint("g1", 1, 2)
 	s.RecentWrites = [][8]byte{{1, 2, 3, 4, 5, 6, 7, 8}}
@@ -512,5 +515,45 @@ func TestCreateHeadFailure(t *testing.T) {
 	_, err := Create(ctx, headFails{mem}, "t/manifest", DefaultConfig(), time.Unix(1700000000, 0))
 	if err == nil || errors.Is(err, ErrExists) {
 		t.Fatalf("create over a tombstone whose HEAD failed: %v, want the HEAD's error", err)
+	}
+}
+
+// TestApplySkipAndRejected: Batch.Skip rejects an append as RejectPreceding (stored, read back
+// as ErrPrecedingAppendFailed) before its own conditions, and Batch.Rejected hears of every
+// rejection in order, a failed condition's as well as a skip's.
+func TestApplySkipAndRejected(t *testing.T) {
+	s := newState(t, DefaultConfig())
+	b := batch("p1", 1, 10,
+		&batchfmt.AppendInput{Records: recs(1)},
+		&batchfmt.AppendInput{Records: recs(1), MatchSeqNum: u64(99)},
+		&batchfmt.AppendInput{Records: recs(2)},
+		&batchfmt.AppendInput{Records: recs(1)})
+	var heard []int
+	broken := false
+	b.Skip = func(i int) bool { return broken }
+	b.Rejected = func(i int) { heard = append(heard, i); broken = true }
+	res, err := s.Apply(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mm *SeqNumMismatchError
+	if res.Appends[0].Err != nil || !errors.As(res.Appends[1].Err, &mm) ||
+		!errors.Is(res.Appends[2].Err, ErrPrecedingAppendFailed) || !errors.Is(res.Appends[3].Err, ErrPrecedingAppendFailed) {
+		t.Fatalf("results %+v", res.Appends)
+	}
+	if !reflect.DeepEqual(heard, []int{1, 2, 3}) {
+		t.Fatalf("Rejected heard %v, want [1 2 3]", heard)
+	}
+	e := s.Entries[len(s.Entries)-1]
+	if e.Records != 1 || !e.IsRejected(1) || !e.IsRejected(2) || !e.IsRejected(3) || s.Tail.SeqNum != 1 {
+		t.Fatalf("entry %+v, tail %+v", e, s.Tail)
+	}
+	got, err := Decode("m", s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := got.Entries[len(got.Entries)-1].Rejected
+	if len(r) != 3 || r[1].Reason != RejectPreceding || !errors.Is(r[1].Err(), ErrPrecedingAppendFailed) {
+		t.Fatalf("decoded rejections %+v", r)
 	}
 }

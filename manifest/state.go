@@ -149,6 +149,7 @@ const (
 	RejectSeqNumMismatch    RejectReason = 1
 	RejectFencingToken      RejectReason = 2
 	RejectTimestampRequired RejectReason = 3
+	RejectPreceding         RejectReason = 4 // Batch.Skip: an earlier append of its chain failed
 )
 
 // Rejection records an append of an entry's object that failed its condition at commit time.
@@ -170,6 +171,8 @@ func (r Rejection) Err() error {
 		return &FencingTokenMismatchError{Actual: r.Actual}
 	case RejectTimestampRequired:
 		return ErrTimestampRequired
+	case RejectPreceding:
+		return ErrPrecedingAppendFailed
 	}
 	return fmt.Errorf("%w: unknown rejection reason %d", ErrCorrupt, r.Reason)
 }

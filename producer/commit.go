@@ -78,9 +78,28 @@ func (p *Producer) commitGroup(group []*batch) {
 		}
 		st := p.snap.State.Clone()
 		results := make([]*manifest.BatchResult, len(group))
+		// Chains (AppendChained): an append is applied only if no earlier append of its
+		// chain failed, in earlier commits (Chain.failed) or earlier in this one (broken).
+		var broken map[*Chain]bool
 		for i, b := range group {
-			res, err := st.Apply(&manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), ProducerID: p.id,
-				BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends})
+			mb := &manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), ProducerID: p.id,
+				BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends}
+			if b.chained {
+				tickets := b.tickets
+				mb.Skip = func(j int) bool {
+					c := tickets[j].chain
+					return c != nil && (c.Failed() || broken[c])
+				}
+				mb.Rejected = func(j int) {
+					if c := tickets[j].chain; c != nil {
+						if broken == nil {
+							broken = map[*Chain]bool{}
+						}
+						broken[c] = true
+					}
+				}
+			}
+			res, err := st.Apply(mb)
 			if err != nil {
 				// A malformed batch is a bug in this package; fail everything rather than guess.
 				p.mu.Lock()

@@ -16,6 +16,10 @@
 //     commit time (then none of its records are in the stream; other appends of the same
 //     batch object still commit), manifest.ErrTimestampRequired, or ErrAborted /
 //     ErrOutcomeUnknown when Close gave up. AppendSync waits for the ticket.
+//     AppendChained(ctx, in, chain) is Append for an ordered run of appends, such as an S2
+//     append session's, with many in flight: each commits only if none before it in its
+//     Chain failed (else manifest.ErrPrecedingAppendFailed), so nothing after a session's
+//     first failure enters the stream.
 //   - Submit(ctx, record) batches single records with the seeds' BatchingConfig (linger,
 //     max records, max bytes); its RecordTicket gives the record's seq_num and its batch's Ack.
 //   - Flush(ctx) flushes everything buffered and waits for the outcome of every append

@@ -59,7 +59,21 @@ type Ticket struct {
 	records int
 	metered int64
 	start   time.Time
+	chain   *Chain // AppendChained's, or nil
 }
+
+// Chain links appends that one goroutine hands to AppendChained one after another, as an
+// append session's: each is applied only if none before it in the chain failed. Once one
+// fails (a condition, or any other error), every later one fails with
+// manifest.ErrPrecedingAppendFailed and nothing of it enters the stream, so that a client
+// which resends what a failed session left unacknowledged never writes a record twice. A
+// Chain belongs to one producer. The zero value is ready to use.
+type Chain struct {
+	failed atomic.Bool
+}
+
+// Failed reports whether an append of the chain has failed.
+func (c *Chain) Failed() bool { return c.failed.Load() }
 
 // Done is closed when the ticket has resolved.
 func (t *Ticket) Done() <-chan struct{} { return t.done }
@@ -86,6 +100,7 @@ type batch struct {
 	enc       *batchfmt.Encoder
 	appends   []*batchfmt.AppendInput
 	tickets   []*Ticket
+	chained   bool // some ticket has a Chain
 	metered   int64
 	opened    time.Time
 	arrivalMs uint64
@@ -215,7 +230,21 @@ func (p *Producer) ID() string { return p.id }
 // it. Append takes ownership of in's records: their byte slices must not be modified until
 // the ticket resolves.
 func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket, error) {
-	return p.append(ctx, in, false)
+	return p.append(ctx, in, false, nil)
+}
+
+// AppendChained is Append for an append of chain c (see Chain). It fails at once with
+// manifest.ErrPrecedingAppendFailed if an append of c has already failed; an append it
+// refuses at once (invalid, closed producer, ctx) counts as failed.
+func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c *Chain) (*Ticket, error) {
+	if c.Failed() {
+		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
+	}
+	t, err := p.append(ctx, in, false, c)
+	if err != nil {
+		c.failed.Store(true) // refused at once: it failed, and so must what follows
+	}
+	return t, err
 }
 
 // requiresTimestamps reports whether the stream's timestamping mode is client-require, so that
@@ -234,7 +263,7 @@ func (p *Producer) requiresTimestamps(ctx context.Context) bool {
 }
 
 // append is Append; draining (from Close, for Submit's last batch) is allowed while closing.
-func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool) (*Ticket, error) {
+func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain) (*Ticket, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
@@ -256,7 +285,7 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	if err := p.acquire(ctx, metered, draining); err != nil {
 		return nil, err
 	}
-	t := &Ticket{done: make(chan struct{}), records: len(own.Records), metered: metered, start: time.Now()}
+	t := &Ticket{done: make(chan struct{}), records: len(own.Records), metered: metered, start: time.Now(), chain: chain}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if (p.closing && !draining) || p.fatal != nil {
@@ -300,6 +329,7 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	}
 	b.appends = append(b.appends, own)
 	b.tickets = append(b.tickets, t)
+	b.chained = b.chained || chain != nil
 	b.metered += metered
 	if p.cfg.FlushInterval == 0 || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
 		p.sealLocked()
@@ -595,6 +625,9 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 			p.m.records.Add(float64(t.records))
 			p.m.bytes.Add(float64(t.metered))
 			p.m.ackLatency.Observe(time.Since(t.start).Seconds())
+		}
+		if t.err != nil && t.chain != nil {
+			t.chain.failed.Store(true)
 		}
 		close(t.done)
 	}

@@ -112,7 +112,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 
 // emitLocked appends one completed batch and hands its ticket to the records' tickets.
 func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, draining bool) {
-	t, err := s.p.append(ctx, in, draining)
+	t, err := s.p.append(ctx, in, draining, nil)
 	n := len(in.Records)
 	for i, rt := range s.waiting[:n] {
 		rt.t, rt.index, rt.err = t, i, err

@@ -52,6 +52,24 @@ type Backend interface {
 	Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (ReadCursor, error)
 }
 
+// AsyncAppender is implemented by a Backend that can take an append session's inputs
+// without waiting for each to commit, as S2's clients send them (many in flight, a few
+// seconds at most for each ack), instead of one commit round trip per input.
+type AsyncAppender interface {
+	// OpenAppends starts an append session's sequence of appends.
+	OpenAppends() Appends
+}
+
+// Appends takes one append session's inputs, in order, from one goroutine.
+type Appends interface {
+	// Append checks and hands over in as Backend.Append would, and returns a function that
+	// waits for its ack (call it exactly once; a wait whose ctx ends first returns ctx's
+	// error). Inputs commit in the order they are handed over, each only if none before it
+	// failed: nothing of a session after its first failure enters the stream. An error from
+	// a wait is final for that input.
+	Append(ctx context.Context, basin, stream string, in batchfmt.AppendInput) (wait func(context.Context) (s2api.AppendAck, error), err error)
+}
+
 // ReadLimit bounds one ReadCursor.Next.
 type ReadLimit struct {
 	Records int // at least 1

@@ -182,6 +182,44 @@ func (fw *frameWriter) write(f s2api.Frame) error {
 	return fw.rc.Flush()
 }
 
+// sessionInFlight bounds the inputs an append session has handed to the backend and not yet
+// acknowledged (the backend's own backpressure may bound them lower).
+const sessionInFlight = 256
+
+// appendWait waits for one input's ack (see AsyncAppender).
+type appendWait func(context.Context) (s2api.AppendAck, error)
+
+// submitAppend hands in to the backend and returns the wait for its ack: through as, an
+// AsyncAppender's session, or else Backend.Append done at once.
+// ok is false when in failed at once: the session reads no further input.
+func (s *Server) submitAppend(q *request, ctx context.Context, as Appends, in batchfmt.AppendInput) (wait appendWait, ok bool) {
+	fail := func(err error) (appendWait, bool) {
+		return func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err }, false
+	}
+	if as == nil {
+		ack, err := s.doAppend(q, in)
+		return func(context.Context) (s2api.AppendAck, error) { return ack, err }, err == nil
+	}
+	if err := in.Validate(); err != nil {
+		return fail(err)
+	}
+	err := s.withAutoCreate(q, true, func() error {
+		var err error
+		wait, err = as.Append(ctx, q.basin, q.name, in)
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return wait, true
+}
+
+// appendSession reads AppendInput frames and hands each to the backend as it arrives (an
+// AsyncAppender's; other backends append each at once), up to sessionInFlight
+// unacknowledged, while a second goroutine writes their acks in order: S2's clients pipeline
+// a session's inputs and wait a few seconds at most for each ack, which one commit round
+// trip per input would exceed. The first failure ends the session with its error frame, and
+// nothing handed over after it enters the stream (see Appends).
 func (s *Server) appendSession(q *request) {
 	s.sessions.WithLabelValues("s2s_append").Inc()
 	defer s.sessions.WithLabelValues("s2s_append").Dec()
@@ -195,20 +233,83 @@ func (s *Server) appendSession(q *request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	// Unblock a pending body read when the request ends or the server closes.
-	// (A read deadline in the past, not closing the body: on HTTP/1.1 Close waits for the
-	// pending Read, which an idle client never ends.)
-	stop := context.AfterFunc(q.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
-	defer stop()
+	ctx, cancel := context.WithCancel(q.ctx)
+	defer cancel()
+	// Unblock a pending body read when the session ends (the request ends, the server
+	// closes, or the ack writer fails). (A read deadline in the past, not closing the body:
+	// on HTTP/1.1 Close waits for the pending Read, which an idle client never ends.)
+	// The ack writer's cancel can start it while the handler runs: the handler waits for it
+	// before returning (the response controller is not to be used after that).
+	unblocked := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = rc.SetReadDeadline(time.Now())
+		close(unblocked)
+	})
+	defer func() {
+		if !stop() {
+			<-unblocked
+		}
+	}()
+
+	// The ack writer owns fw. It waits for each input's ack in order and writes it; on the
+	// first error it writes the error frame, ends the session (cancel) and then only lets
+	// the remaining waits run out, so that the backend can release what they hold.
+	waits := make(chan appendWait, sessionInFlight)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		failed := false
+		for wait := range waits {
+			if failed {
+				_, _ = wait(ctx) // ctx is cancelled: returns at once
+				continue
+			}
+			ack, err := wait(ctx)
+			if err == nil {
+				fw.proto = s2api.AppendAppendAckProto(fw.proto[:0], &ack)
+				err = fw.write(s2api.Frame{Body: fw.proto})
+				if err != nil {
+					s.log.Debug("append session write failed", "err", err)
+				}
+			} else if ctx.Err() == nil {
+				_ = fw.write(s2api.TerminalErrorFrame(err))
+			}
+			if err != nil {
+				failed = true
+				cancel()
+			}
+		}
+	}()
+	defer func() {
+		close(waits)
+		<-writerDone
+	}()
+	send := func(w appendWait) bool {
+		select {
+		case waits <- w:
+			return true
+		case <-ctx.Done():
+			_, _ = w(ctx) // let it run out
+			return false
+		}
+	}
+	failWith := func(err error) {
+		send(func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err })
+	}
+
+	var as Appends
+	if ab, ok := s.b.(AsyncAppender); ok {
+		as = ab.OpenAppends()
+	}
 	fr := s2api.NewFrameReader(q.r.Body, s2api.MaxFrameBytes)
 	for {
 		f, err := fr.Next()
 		if err != nil {
-			if err == io.EOF || q.ctx.Err() != nil {
+			if err == io.EOF || ctx.Err() != nil {
 				return
 			}
 			if errors.Is(err, s2api.ErrFrame) {
-				_ = fw.write(s2api.TerminalErrorFrame(err))
+				failWith(err)
 			}
 			s.log.Debug("append session read failed", "err", err)
 			return
@@ -218,17 +319,11 @@ func (s *Server) appendSession(q *request) {
 		}
 		in, err := s2api.DecodeAppendInputProto(f.Body)
 		if err != nil {
-			_ = fw.write(s2api.TerminalErrorFrame(err))
+			failWith(err)
 			return
 		}
-		ack, err := s.doAppend(q, in)
-		if err != nil {
-			_ = fw.write(s2api.TerminalErrorFrame(err))
-			return
-		}
-		fw.proto = s2api.AppendAppendAckProto(fw.proto[:0], &ack)
-		if err := fw.write(s2api.Frame{Body: fw.proto}); err != nil {
-			s.log.Debug("append session write failed", "err", err)
+		wait, ok := s.submitAppend(q, ctx, as, in)
+		if !send(wait) || !ok {
 			return
 		}
 	}
