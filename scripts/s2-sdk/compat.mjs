@@ -229,6 +229,26 @@ await check("ensure and reconfigure stream", async () => {
   await basin.streams.delete({ stream: "compat-ensure" });
 });
 
+// The SDK keeps many inputs in flight (3 MiB by default): every one is acknowledged, in
+// order, with contiguous positions. (The daemon commits them a few at a time; one commit
+// per input took 8.9 s for these 800, 0.05 s now.)
+await check("pipelined append session (800 inputs in flight)", async () => {
+  const name = "compat-pipeline";
+  await basin.streams.create({ stream: name });
+  const st = basin.stream(name, { forceTransport: "s2s" });
+  const session = await st.appendSession();
+  const tickets = [];
+  for (let i = 0; i < 800; i++) {
+    tickets.push(await session.submit(AppendInput.create([AppendRecord.string({ body: `p${i}` })])));
+  }
+  const acks = await Promise.all(tickets.map((t) => t.ack()));
+  await session.close();
+  acks.forEach((a, i) => assert(a.start.seqNum === i && a.end.seqNum === i + 1, `ack ${i}: ${a.start.seqNum}..${a.end.seqNum}`));
+  const { tail } = await st.checkTail();
+  assert(tail.seqNum === 800, `tail ${tail.seqNum}`);
+  await basin.streams.delete({ stream: name });
+});
+
 await check("basin config and create_stream_on_append", async () => {
   const list = await s2.basins.list({ prefix: basinName });
   assert(list.basins.length === 1 && list.basins[0].name === basinName, `list ${JSON.stringify(list)}`);
