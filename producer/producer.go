@@ -64,16 +64,33 @@ type Ticket struct {
 
 // Chain links appends that one goroutine hands to AppendChained one after another, as an
 // append session's: each is applied only if none before it in the chain failed. Once one
-// fails (a condition, or any other error), every later one fails with
-// manifest.ErrPrecedingAppendFailed and nothing of it enters the stream, so that a client
-// which resends what a failed session left unacknowledged never writes a record twice. A
-// Chain belongs to one producer. The zero value is ready to use.
+// fails (its ticket resolves with an error: a condition, or any other error), every later
+// one fails with manifest.ErrPrecedingAppendFailed and nothing of it enters the stream, so
+// that a client which resends what a failed session left unacknowledged never writes a
+// record twice. An append AppendChained refuses at once is not part of the chain: the
+// appends before it still commit, and it is for the caller to hand over no more after it
+// (as an append session ends at its first error). The zero value is ready to use.
 type Chain struct {
 	failed atomic.Bool
+	last   *Ticket // the last append handed over (the submitting goroutine's)
 }
 
-// Failed reports whether an append of the chain has failed.
-func (c *Chain) Failed() bool { return c.failed.Load() }
+// Failed reports whether an append of the chain has failed (false for a nil chain).
+func (c *Chain) Failed() bool { return c != nil && c.failed.Load() }
+
+// Wait waits until the last append handed over has resolved (or ctx ends), so that a caller
+// moving the chain to another producer (the stream's was closed) keeps its order.
+func (c *Chain) Wait(ctx context.Context) error {
+	if c == nil || c.last == nil {
+		return nil
+	}
+	select {
+	case <-c.last.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Done is closed when the ticket has resolved.
 func (t *Ticket) Done() <-chan struct{} { return t.done }
@@ -233,16 +250,16 @@ func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket
 	return p.append(ctx, in, false, nil)
 }
 
-// AppendChained is Append for an append of chain c (see Chain). It fails at once with
-// manifest.ErrPrecedingAppendFailed if an append of c has already failed; an append it
-// refuses at once (invalid, closed producer, ctx) counts as failed.
+// AppendChained is Append for an append of chain c (see Chain), handed over by the one
+// goroutine that hands over c's appends (a nil c: Append). It fails at once with
+// manifest.ErrPrecedingAppendFailed if an append of c has already failed.
 func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c *Chain) (*Ticket, error) {
 	if c.Failed() {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
 	}
 	t, err := p.append(ctx, in, false, c)
-	if err != nil {
-		c.failed.Store(true) // refused at once: it failed, and so must what follows
+	if err == nil && c != nil {
+		c.last = t
 	}
 	return t, err
 }

@@ -299,6 +299,8 @@ func rejectReason(r manifest.RejectReason) string {
 		return "fencing_token_mismatch"
 	case manifest.RejectTimestampRequired:
 		return "timestamp_required"
+	case manifest.RejectPreceding:
+		return "preceding_append_failed"
 	}
 	return fmt.Sprintf("unknown(%d)", uint8(r))
 }

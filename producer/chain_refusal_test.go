@@ -1,0 +1,75 @@
+package producer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// TestChainRefusalDoesNotFailEarlierPending: an append that AppendChained refuses at
+// once (here: invalid, an append without records) must fail only what comes after it in the
+// chain. Appends handed over before it, still waiting for their commit, precede the failure
+// and must commit. (Found by a review: the refusal marked the chain failed, and the earlier
+// append was rejected as ErrPrecedingAppendFailed.)
+func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(store)
+	cfg.FlushInterval = time.Hour // the first append is still pending when the second is refused
+	p := newProducer(t, cfg)
+	defer closeProducer(t, p)
+	var c Chain
+	t1, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendChained(ctx, batchfmt.AppendInput{}, &c); err == nil {
+		t.Fatal("an empty append was accepted")
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.Result(); err != nil {
+		t.Fatalf("the append handed over before the refused one failed: %v", err)
+	}
+}
+
+// TestChainCtxRefusalDoesNotFailEarlierPending: the same with the refusal that an
+// append session meets when its context ends while it waits for buffer space (client
+// disconnect, server shutdown): the inputs of the session already handed over commit.
+func TestChainCtxRefusalDoesNotFailEarlierPending(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(store)
+	cfg.FlushInterval = time.Hour
+	cfg.MaxBufferedInputs = 1
+	p := newProducer(t, cfg)
+	defer closeProducer(t, p)
+	var c Chain
+	t1, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	// Full (one buffered input): waits for room, and ctx has ended.
+	if _, err := p.AppendChained(cctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &c); err == nil {
+		t.Fatal("accepted with a cancelled ctx while full")
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.Result(); err != nil {
+		t.Fatalf("the append handed over before the refused one failed: %v", err)
+	}
+}
