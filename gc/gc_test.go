@@ -447,12 +447,7 @@ func TestBoundedResumablePasses(t *testing.T) {
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
 	s := newStream(t, fs, manifest.DefaultConfig(), nil)
 	s.object(1)
-	for i := range 25 {
-		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
-		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putOrphans(t, fs, 0, 25)
 	fs.advance(time.Hour)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 10
@@ -491,12 +486,7 @@ func TestFullPassListsEverything(t *testing.T) {
 	s := newStream(t, fs, manifest.DefaultConfig(), nil)
 	s.object(1)
 	const garbage = 37
-	for i := range garbage {
-		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
-		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putOrphans(t, fs, 0, garbage)
 	fs.advance(time.Hour)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 5
@@ -545,12 +535,7 @@ func TestPassFuncListsEverything(t *testing.T) {
 	s := newStream(t, fs, manifest.DefaultConfig(), nil)
 	s.object(1)
 	const garbage = 12
-	for i := range garbage {
-		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
-		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putOrphans(t, fs, 0, garbage)
 	fs.advance(time.Hour)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 5
@@ -790,12 +775,7 @@ func TestFullPassAfterBoundedPass(t *testing.T) {
 	s := newStream(t, fs, manifest.DefaultConfig(), nil)
 	s.object(1)
 	const garbage = 20
-	for i := range garbage {
-		k := fmt.Sprintf("%s/%012x%016x", dpre, i, i)
-		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putOrphans(t, fs, 0, garbage)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 8
 	c, err := NewCollector(fs, cfg)
@@ -852,12 +832,7 @@ func TestSweepPastEmptyPages(t *testing.T) {
 		}
 	}
 	const garbage = 5
-	for i := range garbage {
-		k := fmt.Sprintf("%s/%012x%016x", dpre, i+1, i)
-		if _, err := objectstore.PutBytes(ctx, fs, k, []byte("x"), objectstore.IfAbsent()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putOrphans(t, fs, 1, garbage)
 	fs.advance(time.Hour)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 4
@@ -867,5 +842,16 @@ func TestSweepPastEmptyPages(t *testing.T) {
 	}
 	if rep.Deleted != garbage || rep.Referenced != 1 {
 		t.Fatalf("pass: %+v, want %d deleted and the referenced object seen", rep, garbage)
+	}
+}
+
+// putOrphans puts n batch objects that no manifest references, named for first, first+1, ...
+func putOrphans(t *testing.T, store objectstore.Store, first, n int) {
+	t.Helper()
+	for i := range n {
+		k := fmt.Sprintf("%s/%012x%016x", dpre, first+i, i)
+		if _, err := objectstore.PutBytes(context.Background(), store, k, []byte("x"), objectstore.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
