@@ -165,7 +165,7 @@
 // alone takes longer than the copy.)
 //
 // This machine's two vCPUs slow down by turns, by up to a third for code bound by the CPU
-// (the checksum alone: 14 µs per MiB on one, 18-19 µs on the other, in the same minute)
+// (the checksum alone: 12-14 µs per MiB on one, 18-19 µs on the other, in the same minute)
 // while a copy bound by memory keeps its speed, which is most of the spread above. Pinned
 // to the quieter vCPU (taskset), with builds alternated, the record kernel writing 1 KiB
 // records takes 28-31 µs per MiB without its checksum, 32-33 with a checksum that only
@@ -181,7 +181,8 @@
 //
 // Under heavier load from other machines' work the 1 KiB heap encode has measured 0.60-0.71
 // apart and 0.78-0.95 interleaved (AVX-512): the 1 KiB encodes, run apart, are the paths that
-// fall under the 0.8 target, and on the AVX2 kernels the 1 KiB decode as well.
+// fall under the 0.8 target in ordinary processes, and on the AVX2 kernels the 1 KiB decode as
+// well (the AVX-512 1 KiB decode's 0.58 is one process whose vCPU slowed mid-run).
 // Interleaved ratios are the higher ones because the copy slows down, not because the
 // operation speeds up: run between encodes, the copy of a 1 MiB payload manages about 20 GB/s,
 // against 34 GB/s in a loop of its own, while encoding keeps its speed. With the input pushed

@@ -3,8 +3,8 @@
 #include "textflag.h"
 
 // The record kernel: writes an append's record frames (layout in doc.go) from the Records
-// themselves and folds the CRC32C of the written bytes on the way, with the fold of
-// internal/crc32c's kernels (crc32c_amd64.s, where the constant is derived and tested):
+// themselves and folds the CRC32C of the written bytes on the way, with the AVX-512 Folder's
+// fold of internal/crc32c (FOLD4 in fold_amd64.h; the constant is derived and tested there):
 // four 512-bit accumulators, 256 bytes per step.
 
 #include "../internal/crc32c/fold_amd64.h"

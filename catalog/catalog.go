@@ -275,6 +275,18 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 	return streams, more, nil
 }
 
+// StreamNames returns the names of every stream of a basin whose names start with prefix,
+// sorted, from one walk of the store: for listing them all, where paging ListStreams would
+// walk them once per page.
+func StreamNames(ctx context.Context, s objectstore.Store, basin, prefix string) ([]string, error) {
+	var names []string
+	if err := streamsUnder(ctx, s, basin, prefix, func(name string) { names = append(names, name) }); err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // streamsUnder calls fn with the name of every stream of a basin whose name starts with
 // prefix (not tombstones), in the order of their store keys.
 func streamsUnder(ctx context.Context, s objectstore.Store, basin, prefix string, fn func(name string)) error {
@@ -382,11 +394,10 @@ func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter str
 func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 	var all []Stream
 	listBasin := func(basin string) error {
-		var names []string
-		if err := streamsUnder(ctx, s, basin, "", func(name string) { names = append(names, name) }); err != nil {
+		names, err := StreamNames(ctx, s, basin, "")
+		if err != nil {
 			return err
 		}
-		slices.Sort(names)
 		for _, name := range names {
 			st, _ := Locate(basin, name)
 			all = append(all, st)

@@ -28,8 +28,8 @@
 //     lists the data prefix and the segment prefix from where the previous pass stopped, at
 //     most MaxListPerPass objects, and deletes the unreferenced old ones, at most
 //     MaxDeletesPerPass. A listing that reaches the end starts over next pass. (FullPass,
-//     for runs not repeated soon, lists on in rounds of MaxListPerPass until both listings
-//     have reached their end.) Failed deletes are logged, counted
+//     for runs not repeated soon, lists both prefixes from their start, in rounds of
+//     MaxListPerPass, until both have reached their end.) Failed deletes are logged, counted
 //     (sluice_gc_delete_errors_total) and retried next pass.
 //  5. delete_on_empty (see below).
 //

@@ -67,7 +67,8 @@ type Ticket struct {
 // fails (its ticket resolves with an error: a condition, or any other error), every later
 // one fails with manifest.ErrPrecedingAppendFailed and nothing of it enters the stream, so
 // that a client which resends what a failed session left unacknowledged never writes a
-// record twice. An append AppendChained refuses at once is not part of the chain: the
+// record twice — except after ErrOutcomeUnknown, when the manifest write that failed may
+// have committed the appends it held. An append AppendChained refuses at once is not part of the chain: the
 // appends before it still commit, and it is for the caller to hand over no more after it
 // (as an append session ends at its first error). The zero value is ready to use.
 type Chain struct {

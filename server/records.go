@@ -182,8 +182,8 @@ func (fw *frameWriter) write(f s2api.Frame) error {
 	return fw.rc.Flush()
 }
 
-// sessionInFlight bounds the inputs an append session has handed to the backend and not yet
-// acknowledged (the backend's own backpressure may bound them lower).
+// sessionInFlight bounds the inputs an append session has handed to the backend and whose
+// acks are not yet written (the backend's own backpressure may bound them lower).
 const sessionInFlight = 256
 
 // appendWait waits for one input's ack (see AsyncAppender).
@@ -219,7 +219,8 @@ func (s *Server) submitAppend(q *request, ctx context.Context, as Appends, in ba
 // unacknowledged, while a second goroutine writes their acks in order: S2's clients pipeline
 // a session's inputs and wait a few seconds at most for each ack, which one commit round
 // trip per input would exceed. The first failure ends the session with its error frame, and
-// nothing handed over after it enters the stream (see Appends).
+// nothing handed over after it enters the stream (see Appends; but inputs handed over
+// before a client disconnects still commit).
 func (s *Server) appendSession(q *request) {
 	s.sessions.WithLabelValues("s2s_append").Inc()
 	defer s.sessions.WithLabelValues("s2s_append").Dec()
@@ -254,29 +255,41 @@ func (s *Server) appendSession(q *request) {
 	// The ack writer owns fw. It waits for each input's ack in order and writes it; on the
 	// first error it writes the error frame, ends the session (cancel) and then only lets
 	// the remaining waits run out, so that the backend can release what they hold.
-	waits := make(chan appendWait, sessionInFlight)
+	//
+	// slots holds a token for each input handed to the backend and not yet acknowledged:
+	// the reader takes one before it hands an input over, the writer gives it back once the
+	// input's ack (or error) is written.
+	type pending struct {
+		wait appendWait
+		slot bool // holds a token of slots
+	}
+	slots := make(chan struct{}, sessionInFlight)
+	waits := make(chan pending, sessionInFlight+1)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
 		failed := false
-		for wait := range waits {
+		for p := range waits {
 			if failed {
-				_, _ = wait(ctx) // ctx is cancelled: returns at once
-				continue
-			}
-			ack, err := wait(ctx)
-			if err == nil {
-				fw.proto = s2api.AppendAppendAckProto(fw.proto[:0], &ack)
-				err = fw.write(s2api.Frame{Body: fw.proto})
-				if err != nil {
-					s.log.Debug("append session write failed", "err", err)
+				_, _ = p.wait(ctx) // ctx is cancelled: returns at once
+			} else {
+				ack, err := p.wait(ctx)
+				if err == nil {
+					fw.proto = s2api.AppendAppendAckProto(fw.proto[:0], &ack)
+					err = fw.write(s2api.Frame{Body: fw.proto})
+					if err != nil {
+						s.log.Debug("append session write failed", "err", err)
+					}
+				} else if ctx.Err() == nil {
+					_ = fw.write(s2api.TerminalErrorFrame(err))
 				}
-			} else if ctx.Err() == nil {
-				_ = fw.write(s2api.TerminalErrorFrame(err))
+				if err != nil {
+					failed = true
+					cancel()
+				}
 			}
-			if err != nil {
-				failed = true
-				cancel()
+			if p.slot {
+				<-slots
 			}
 		}
 	}()
@@ -284,17 +297,11 @@ func (s *Server) appendSession(q *request) {
 		close(waits)
 		<-writerDone
 	}()
-	send := func(w appendWait) bool {
-		select {
-		case waits <- w:
-			return true
-		case <-ctx.Done():
-			_, _ = w(ctx) // let it run out
-			return false
-		}
-	}
+	// send queues p for the writer; the queue has room for every token of slots and one
+	// error, so it does not block.
+	send := func(p pending) { waits <- p }
 	failWith := func(err error) {
-		send(func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err })
+		send(pending{wait: func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err }})
 	}
 
 	var as Appends
@@ -322,8 +329,14 @@ func (s *Server) appendSession(q *request) {
 			failWith(err)
 			return
 		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		wait, ok := s.submitAppend(q, ctx, as, in)
-		if !send(wait) || !ok {
+		send(pending{wait: wait, slot: true})
+		if !ok {
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -293,24 +292,12 @@ object per line: {"name":"..."}, in name order.`,
 				return err
 			}
 			defer e.close()
-			// The store lists streams in the order of their encoded names; list them all and
-			// sort by name, so that --start-after and --limit work in name order.
-			var names []string
-			after := ""
-			for {
-				streams, more, err := catalog.ListStreams(ctx, e.store, basin, prefix, after, 1000)
-				if err != nil {
-					return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, bucketHint(err))
-				}
-				for _, s := range streams {
-					names = append(names, s.Name)
-				}
-				if !more || len(streams) == 0 {
-					break
-				}
-				after = streams[len(streams)-1].Name
+			// One walk of the store, names sorted (paging catalog.ListStreams would walk
+			// every stream once per page).
+			names, err := catalog.StreamNames(ctx, e.store, basin, prefix)
+			if err != nil {
+				return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, bucketHint(err))
 			}
-			sort.Strings(names)
 			out := newJSONOut(cmd.OutOrStdout())
 			n := 0
 			for _, name := range names {

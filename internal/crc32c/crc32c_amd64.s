@@ -9,7 +9,8 @@
 // x^(D-32) mod P (high qword), bit-reflected and shifted left by one; TestConstants
 // (crc32c_test.go) derives every constant below from the polynomial and checks it.
 
-// Fold by 2048 bits (k2048, FOLD4): four 512-bit accumulators, 256 bytes per step.
+// Fold by 2048 bits (k2048): FOLD4's four 512-bit accumulators and FOLDZ's two, each over
+// 256 bytes per step.
 #include "fold_amd64.h"
 
 // Fold by 512 bits: one 512-bit accumulator, 64 bytes per step.
