@@ -111,8 +111,10 @@ func ParseReadQuery(q url.Values) (ReadRequest, error) {
 			starts++
 		}
 	}
+	// Errors of the query are 400 bad_query: S2's read lists no 422 among its errors (the
+	// SDK's generated ReadErrors: 400, 403, 404, 408, 409, 416).
 	if starts > 1 {
-		return ReadRequest{}, Errorf(CodeInvalid, "only one of seq_num, timestamp and tail_offset may be given")
+		return ReadRequest{}, Errorf(CodeBadQuery, "only one of seq_num, timestamp and tail_offset may be given")
 	}
 	if starts == 0 {
 		zero := uint64(0)
@@ -125,7 +127,7 @@ func ParseReadQuery(q url.Values) (ReadRequest, error) {
 		r.Bytes = nil
 	}
 	if r.Wait != nil && *r.Wait > MaxWaitSecs {
-		return ReadRequest{}, Errorf(CodeInvalid, "wait must be at most %d seconds, found %d", MaxWaitSecs, *r.Wait)
+		return ReadRequest{}, Errorf(CodeBadQuery, "wait must be at most %d seconds, found %d", MaxWaitSecs, *r.Wait)
 	}
 	return r, nil
 }

@@ -378,7 +378,7 @@ func TestParseReadQuery(t *testing.T) {
 	if _, ok := r.SessionIdle(); ok {
 		t.Error("an unbounded read without wait must follow forever")
 	}
-	for in, code := range map[string]s2api.Code{"seq_num=1&timestamp=2": s2api.CodeInvalid, "wait=61": s2api.CodeInvalid, "count=x": s2api.CodeBadQuery, "clamp=maybe": s2api.CodeBadQuery, "seq_num=-1": s2api.CodeBadQuery} {
+	for in, code := range map[string]s2api.Code{"seq_num=1&timestamp=2": s2api.CodeBadQuery, "wait=61": s2api.CodeBadQuery, "count=x": s2api.CodeBadQuery, "clamp=maybe": s2api.CodeBadQuery, "seq_num=-1": s2api.CodeBadQuery} {
 		q, _ := url.ParseQuery(in)
 		_, err := s2api.ParseReadQuery(q)
 		var ae *s2api.Error

@@ -305,7 +305,9 @@ func testUnaryRead(t *testing.T, fac Factory) {
 	check("seq_num=11&clamp=true")
 	r := env.do(t, "GET", "/v1/streams/s/records?seq_num=11", nil, nil)
 	expect(t, "416", r, 416, `{"tail":{"seq_num":10,"timestamp":190}}`)
-	expect(t, "two starts", env.do(t, "GET", "/v1/streams/s/records?seq_num=1&tail_offset=1", nil, nil), 422, "")
+	// 400 bad_query, not 422: S2's read lists no 422 among its errors (the SDK's ReadErrors).
+	expect(t, "two starts", env.do(t, "GET", "/v1/streams/s/records?seq_num=1&tail_offset=1", nil, nil), 400, "")
+	expect(t, "wait over 60", env.do(t, "GET", "/v1/streams/s/records?wait=61", nil, nil), 400, "")
 	expect(t, "bad query", env.do(t, "GET", "/v1/streams/s/records?count=many", nil, nil), 400, "")
 	// protobuf
 	r = env.do(t, "GET", "/v1/streams/s/records?seq_num=9", map[string]string{"Accept": "application/protobuf"}, nil)
