@@ -188,6 +188,9 @@ func (b *s2Backend) DeleteBasin(ctx context.Context, name string) error {
 
 // streamDefaults is the config of a stream created in basin with no field given: the global
 // defaults (manifest.DefaultConfig), then the basin's default stream config.
+// s2DefaultRetentionSecs is S2's retention for a stream whose config gives none: 7 days.
+const s2DefaultRetentionSecs = 7 * 24 * 3600
+
 func (b *s2Backend) streamDefaults(ctx context.Context, basin string) (manifest.Config, error) {
 	binfo, err := b.e.Basin(ctx, basin)
 	if err != nil {
@@ -197,7 +200,10 @@ func (b *s2Backend) streamDefaults(ctx context.Context, basin string) (manifest.
 	if err != nil {
 		return manifest.Config{}, err
 	}
+	// S2's default retention for a stream created through its API is 7 days (the library
+	// and the CLI keep records until told otherwise: manifest.DefaultConfig).
 	mc := manifest.DefaultConfig()
+	mc.Retention = manifest.Retention{AgeSecs: s2DefaultRetentionSecs}
 	if bcfg.DefaultStreamConfig != nil {
 		if err := applyStreamConfig(&mc, *bcfg.DefaultStreamConfig); err != nil {
 			return manifest.Config{}, err

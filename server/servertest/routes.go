@@ -102,6 +102,11 @@ func testStreamRoutes(t *testing.T, fac Factory) {
 		t.Errorf("info %s", r.body)
 	}
 	expect(t, "create again", env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"a/b c"}`)), 409, "")
+	// A stream created with no config has S2's defaults: retention 7 days.
+	expect(t, "create with defaults", env.do(t, "POST", "/v1/streams", nil, []byte(`{"stream":"plain"}`)), 201, "")
+	if r := env.do(t, "GET", "/v1/streams/plain", nil, nil); r.status != 200 || !strings.Contains(string(r.body), `"retention_policy":{"age":604800}`) {
+		t.Errorf("default config: %d %s, want retention_policy age 604800 (S2's 7 days)", r.status, r.body)
+	}
 	// Percent-encoded names stay one path segment.
 	expect(t, "get config", env.do(t, "GET", "/v1/streams/a%2Fb%20c", nil, nil), 200, cfg)
 	expect(t, "reconfigure", env.do(t, "PATCH", "/streams/a%2Fb%20c", nil, []byte(`{"retention_policy":{"age":10},"timestamping":{"mode":"client-prefer"}}`)), 200,
