@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"testing"
 
 	"github.com/sluice-dev/sluice/batchfmt"
@@ -25,33 +24,18 @@ func TestAppendSessionPipelines(t *testing.T) {
 		return e.S2()
 	})
 	env.CreateStream(t, "p")
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", env.URL+"/v1/streams/p/records", pr)
-	req.Header.Set("S2-Basin", servertest.TestBasin)
-	req.Header.Set("Content-Type", "s2s/proto")
-	res, err := env.H2C.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	sess := env.OpenAppendSession(t, "p")
 	const inputs = 800
 	go func() {
 		for i := range inputs {
-			in := batchfmt.AppendInput{Records: []batchfmt.Record{{Body: fmt.Appendf(nil, "record %d", i)}}}
-			f, err := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in)})
-			if err == nil {
-				_, err = pw.Write(f)
-			}
-			if err != nil {
-				pw.CloseWithError(err)
+			if !sess.Send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: fmt.Appendf(nil, "record %d", i)}}}) {
 				return
 			}
 		}
-		pw.Close()
+		sess.Close()
 	}()
-	fr := s2api.NewFrameReader(res.Body, 0)
 	for i := range inputs {
-		f, err := fr.Next()
+		f, err := sess.Next()
 		if err != nil || f.Terminal {
 			t.Fatalf("ack %d: %+v %s %v", i, f, f.Body, err)
 		}
@@ -60,7 +44,7 @@ func TestAppendSessionPipelines(t *testing.T) {
 			t.Fatalf("ack %d: %+v %v", i, a, err)
 		}
 	}
-	if _, err := fr.Next(); err != io.EOF {
+	if _, err := sess.Next(); err != io.EOF {
 		t.Fatalf("after the last ack: %v", err)
 	}
 	snap, err := e.Stream(t.Context(), servertest.TestBasin, "p")

@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -48,21 +46,10 @@ func TestAppendSessionInFlightBound(t *testing.T) {
 	b := &stuckAppends{Backend: memtest.New(nil), received: make(chan struct{}, 4*bound)}
 	env := servertest.Start(t, func(testing.TB) server.Backend { return b })
 	env.CreateStream(t, "s")
-	pr, pw := io.Pipe()
-	t.Cleanup(func() { pw.Close() })
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", env.URL+"/v1/streams/s/records", pr)
-	req.Header.Set("S2-Basin", servertest.TestBasin)
-	req.Header.Set("Content-Type", "s2s/proto")
-	res, err := env.H2C.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	sess := env.OpenAppendSession(t, "s")
 	go func() {
-		in := batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}}
-		f, _ := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in)})
 		for range 3 * bound {
-			if _, err := pw.Write(f); err != nil {
+			if !sess.Send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}}) {
 				return
 			}
 		}
