@@ -186,11 +186,12 @@ func (b *s2Backend) DeleteBasin(ctx context.Context, name string) error {
 	return apiError(b.e.DeleteBasin(ctx, name))
 }
 
-// streamDefaults is the config of a stream created in basin with no field given: the global
-// defaults (manifest.DefaultConfig), then the basin's default stream config.
 // s2DefaultRetentionSecs is S2's retention for a stream whose config gives none: 7 days.
 const s2DefaultRetentionSecs = 7 * 24 * 3600
 
+// streamDefaults is the config of a stream created in basin with no field given: the global
+// defaults (manifest.DefaultConfig) with S2's retention, then the basin's default stream
+// config.
 func (b *s2Backend) streamDefaults(ctx context.Context, basin string) (manifest.Config, error) {
 	binfo, err := b.e.Basin(ctx, basin)
 	if err != nil {
@@ -290,7 +291,11 @@ func (b *s2Backend) Append(ctx context.Context, basin, stream string, in batchfm
 	if err != nil {
 		return s2api.AppendAck{}, apiError(err)
 	}
-	return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
+	return appendAck(ack), nil
+}
+
+func appendAck(ack producer.Ack) s2api.AppendAck {
+	return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}
 }
 
 // OpenAppends is server.AsyncAppender's: an append session's inputs go to
@@ -314,7 +319,7 @@ func (a *s2Appends) Append(ctx context.Context, basin, stream string, in batchfm
 		if err != nil {
 			return s2api.AppendAck{}, apiError(err)
 		}
-		return s2api.AppendAck{Start: pos(ack.Start), End: pos(ack.End), Tail: pos(ack.Tail)}, nil
+		return appendAck(ack), nil
 	}, nil
 }
 

@@ -389,23 +389,10 @@ func TestWriteTrim(t *testing.T) {
 func TestWriteS2SSession(t *testing.T) {
 	apiBackends(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
-		pr, pw := io.Pipe()
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", env.URL+"/v1/streams/s/records", pr)
-		req.Header.Set("S2-Basin", servertest.TestBasin)
-		req.Header.Set("Content-Type", "s2s/proto")
-		res, err := env.H2C.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		defer pw.Close()
+		sess := env.OpenAppendSession(t, "s")
 		send := func(in batchfmt.AppendInput) {
-			f, err := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := pw.Write(f); err != nil {
-				t.Fatal(err)
+			if !sess.Send(in) {
+				t.Fatal("the session stopped reading")
 			}
 		}
 		u := func(v uint64) *uint64 { return &v }
@@ -415,10 +402,9 @@ func TestWriteS2SSession(t *testing.T) {
 		send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("c")}}, MatchSeqNum: u(3), FencingToken: tok("f")})
 		send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("d")}}, FencingToken: tok("wrong")})
 		send(batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("e")}}, MatchSeqNum: u(4)})
-		fr := s2api.NewFrameReader(res.Body, 0)
 		want := [][2]uint64{{0, 1}, {1, 3}, {3, 4}}
 		for i, w := range want {
-			f, err := fr.Next()
+			f, err := sess.Next()
 			if err != nil || f.Terminal {
 				t.Fatalf("ack %d: %+v %v", i, f, err)
 			}
@@ -430,31 +416,20 @@ func TestWriteS2SSession(t *testing.T) {
 				t.Errorf("ack %d timestamps %+v", i, a)
 			}
 		}
-		f, err := fr.Next()
+		f, err := sess.Next()
 		if err != nil || !f.Terminal || f.Status != 412 || string(f.Body) != `{"fencing_token_mismatch":"f"}` {
 			t.Fatalf("terminal: %+v %s %v", f, f.Body, err)
 		}
-		if _, err := fr.Next(); err != io.EOF {
+		if _, err := sess.Next(); err != io.EOF {
 			t.Errorf("after terminal: %v", err)
 		}
 		if tail := apiTail(t, env, "s"); tail.SeqNum != 4 {
 			t.Errorf("tail after session %+v, want 4", tail)
 		}
 		// A validation error in a session is a terminal 422.
-		pr2, pw2 := io.Pipe()
-		req2, _ := http.NewRequestWithContext(t.Context(), "POST", env.URL+"/v1/streams/s/records", pr2)
-		req2.Header.Set("S2-Basin", servertest.TestBasin)
-		req2.Header.Set("Content-Type", "s2s/proto")
-		res2, err := env.H2C.Do(req2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res2.Body.Close()
-		defer pw2.Close()
-		in := batchfmt.AppendInput{}
-		f2, _ := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in)})
-		_, _ = pw2.Write(f2)
-		f, err = s2api.NewFrameReader(res2.Body, 0).Next()
+		sess2 := env.OpenAppendSession(t, "s")
+		sess2.Send(batchfmt.AppendInput{})
+		f, err = sess2.Next()
 		if err != nil || !f.Terminal || f.Status != 422 {
 			t.Errorf("empty input: %+v %s %v", f, f.Body, err)
 		}

@@ -68,9 +68,10 @@ type Ticket struct {
 // one fails with manifest.ErrPrecedingAppendFailed and nothing of it enters the stream, so
 // that a client which resends what a failed session left unacknowledged never writes a
 // record twice — except after ErrOutcomeUnknown, when the manifest write that failed may
-// have committed the appends it held. An append AppendChained refuses at once is not part of the chain: the
-// appends before it still commit, and it is for the caller to hand over no more after it
-// (as an append session ends at its first error). The zero value is ready to use.
+// have committed the appends it held. An append AppendChained refuses at once is not part of
+// the chain: the appends before it still commit, and it is for the caller to hand over no
+// more after it (as an append session ends at its first error). The zero value is ready to
+// use.
 type Chain struct {
 	failed atomic.Bool
 	last   *Ticket // the last append handed over (the submitting goroutine's)

@@ -297,11 +297,9 @@ func (s *Server) appendSession(q *request) {
 		close(waits)
 		<-writerDone
 	}()
-	// send queues p for the writer; the queue has room for every token of slots and one
-	// error, so it does not block.
-	send := func(p pending) { waits <- p }
+	// The queue has room for every token of slots and one error: sending never blocks.
 	failWith := func(err error) {
-		send(pending{wait: func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err }})
+		waits <- pending{wait: func(context.Context) (s2api.AppendAck, error) { return s2api.AppendAck{}, err }}
 	}
 
 	var as Appends
@@ -335,7 +333,7 @@ func (s *Server) appendSession(q *request) {
 			return
 		}
 		wait, ok := s.submitAppend(q, ctx, as, in)
-		send(pending{wait: wait, slot: true})
+		waits <- pending{wait: wait, slot: true}
 		if !ok {
 			return
 		}
