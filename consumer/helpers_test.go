@@ -220,6 +220,7 @@ type countingStore struct {
 	inflight int
 	maxIn    int
 	gate     chan struct{} // if non-nil, object Gets wait for a receive... closed to release
+	entered  chan struct{} // if non-nil, receives once per object Get, after it counts as in flight
 }
 
 func (c *countingStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
@@ -229,8 +230,11 @@ func (c *countingStore) Get(ctx context.Context, key string, opts objectstore.Ge
 		c.mu.Lock()
 		c.inflight++
 		c.maxIn = max(c.maxIn, c.inflight)
-		gate := c.gate
+		gate, entered := c.gate, c.entered
 		c.mu.Unlock()
+		if entered != nil {
+			entered <- struct{}{}
+		}
 		defer func() {
 			c.mu.Lock()
 			c.inflight--
