@@ -175,9 +175,17 @@
 // checksums a cache-warm buffer 1.7 times as fast as folding alone) measured no faster
 // there, nor did folding 512 to 16384 bytes behind the writes, prefetching the bodies or
 // the output; keeping the payload on a 64-byte boundary (so that each 64-byte load reads one
-// cache line) gained 1-3% at 1 KiB and 5-6% at 64 KiB. Folding from the registers the copy
-// holds would avoid the read-back, but would checksum the caller's bytes rather than the
-// stored ones, which a caller changing its records during Add would then make disagree.
+// cache line) gained 1-3% at 1 KiB and 5-6% at 64 KiB. Folding each 256-byte block from the
+// registers it is copied through (blocks stored aligned to the fold's, so what is folded is
+// what is stored) avoids the read-back for a body's inner blocks, but not for the block where
+// a frame's head meets its body, which is stored piecewise just before; and the checksum must
+// take blocks in order. Pinned, 1 KiB records, wire layout, against 36-37 µs per MiB for the
+// kernel as it is: folding that block from memory at once stalls on the store buffer (35-37);
+// stepping over it as zeros and folding it later costs another multiplication per record
+// (41-45); holding the blocks after it in registers until it can be read back, 40 (these
+// three were correct); folding half of each block with the CRC32 instruction (FOLDZ), 37-39;
+// skipping that block's checksum altogether (wrong, as a bound), 30.5-31.5. A quarter of the
+// checksum work is then worth about the whole gap to the copy, wherever the work is placed.
 //
 // Under heavier load from other machines' work the 1 KiB heap encode has measured 0.60-0.71
 // apart and 0.78-0.95 interleaved (AVX-512): the 1 KiB encodes, run apart, are the paths that
