@@ -601,15 +601,9 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 		if err != nil {
 			e.release(op)
 			if attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
+				// Once more on a fresh producer, which first waits for the chain's appends
+				// still pending on this one (and refuses this one if any of them fails).
 				e.evict(basin, name, op)
-				// The chain's appends still pending on the closed producer go first; if one
-				// of them fails, so does this one.
-				if werr := chain.Wait(ctx); werr != nil {
-					return nil, werr
-				}
-				if chain.Failed() {
-					return nil, fmt.Errorf("engine: %w", manifest.ErrPrecedingAppendFailed)
-				}
 				continue
 			}
 			if errors.Is(err, manifest.ErrNotExist) {

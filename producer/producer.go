@@ -72,10 +72,20 @@ type Ticket struct {
 // the chain: the appends before it still commit, and it is for the caller to hand over no
 // more after it (as an append session ends at its first error). The zero value is ready to
 // use.
+//
+// A chain may move from one producer to another, as a session's does when the stream's
+// producer is replaced (the stream was deleted and created again, or another process took
+// it over): AppendChained on the new producer first waits until the appends handed to the
+// old one have resolved, so that none of them can fail after a later one has committed.
 type Chain struct {
 	failed atomic.Bool
-	last   *Ticket // the last append handed over (the submitting goroutine's)
+	last   *Ticket   // the last append handed over (the submitting goroutine's)
+	lastP  *Producer // the producer it was handed to
 }
+
+// testHookChainMove, if set, is called when AppendChained waits for a chain's appends on
+// another producer.
+var testHookChainMove func()
 
 // Failed reports whether an append of the chain has failed (false for a nil chain).
 func (c *Chain) Failed() bool { return c != nil && c.failed.Load() }
@@ -253,15 +263,24 @@ func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket
 }
 
 // AppendChained is Append for an append of chain c (see Chain), handed over by the one
-// goroutine that hands over c's appends (a nil c: Append). It fails at once with
-// manifest.ErrPrecedingAppendFailed if an append of c has already failed.
+// goroutine that hands over c's appends (a nil c: Append). If c's last append went to
+// another producer, it first waits (within ctx) until that append has resolved. It fails at
+// once with manifest.ErrPrecedingAppendFailed if an append of c has failed.
 func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c *Chain) (*Ticket, error) {
+	if c != nil && c.last != nil && c.lastP != p {
+		if testHookChainMove != nil {
+			testHookChainMove()
+		}
+		if err := c.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if c.Failed() {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
 	}
 	t, err := p.append(ctx, in, false, c)
 	if err == nil && c != nil {
-		c.last = t
+		c.last, c.lastP = t, p
 	}
 	return t, err
 }

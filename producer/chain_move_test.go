@@ -1,0 +1,108 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// enteredGate blocks batch-object puts until gate is closed, and signals entered (once) when
+// the first one arrives.
+type enteredGate struct {
+	objectstore.Store
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *enteredGate) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	if strings.HasPrefix(key, "ingest/0") {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, ctx.Err())
+		}
+	}
+	return g.Store.Put(ctx, key, body, size, cond)
+}
+
+// TestChainMovesToAnotherProducer: a chain's append is pending on a producer whose stream has
+// since been deleted and created again (its commit will fail: the generation changed), and
+// the chain's next append goes to a producer of the new stream. It must wait for the first to resolve, then fail with
+// ErrPrecedingAppendFailed, and nothing of it may enter the stream: committing it while
+// the first was pending let a session's later input commit after an earlier one failed.
+func TestChainMovesToAnotherProducer(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g := &enteredGate{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	p1 := newProducer(t, testConfig(g))
+	var c Chain
+	t1, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // first's batch is being uploaded, and stays so until the gate opens
+
+	// The stream is deleted and created again; p2 writes to the new one.
+	if err := mem.Delete(ctx, "ingest/manifest"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p2 := newProducer(t, testConfig(mem))
+	defer closeProducer(t, p2)
+	moved := make(chan struct{})
+	testHookChainMove = func() { close(moved) }
+	defer func() { testHookChainMove = nil }()
+	type result struct {
+		tk  *Ticket
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		tk, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &c)
+		second <- result{tk, err}
+	}()
+	var r result
+	select {
+	case <-moved: // waiting for first, as it should: let first's commit go on (and fail)
+		close(g.gate)
+		r = <-second
+	case r = <-second: // handed over at once: let it commit, then first fail
+		if r.err == nil {
+			r.tk.Wait(ctx)
+		}
+		close(g.gate)
+	}
+	if _, err := t1.Result(); !errors.Is(err, manifest.ErrGenerationChanged) {
+		t.Fatalf("first: %v, want ErrGenerationChanged (the stream was replaced)", err)
+	}
+	p1.Close(ctx) // fails: its stream is gone
+	if r.err == nil {
+		_, r.err = r.tk.Wait(ctx)
+	}
+	if !errors.Is(r.err, manifest.ErrPrecedingAppendFailed) {
+		t.Errorf("second: %v, want ErrPrecedingAppendFailed", r.err)
+	}
+	snap, err := manifest.Load(ctx, mem, "ingest/manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := snap.State.Tail.SeqNum; n != 0 {
+		t.Errorf("the stream holds %d records after its chain's first append failed, want 0", n)
+	}
+}
