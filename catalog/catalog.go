@@ -358,29 +358,36 @@ func walkDirs(ctx context.Context, s objectstore.Store, root, listPrefix, after 
 // (the listing then jumps past the run).
 const listPageSize = 100
 
-// ListBasins lists basin names that start with prefix, after startAfter, up to limit.
+// ListBasins lists basin names that start with prefix and sort after startAfter, up to limit
+// (<= 0: 1000), in lexicographic order of their names, as S2 lists them. more says whether
+// further basins follow.
+//
+// Markers are keyed "basins/<name>/basin", and that order is not the names': '-' sorts below
+// '/', so "b-x" comes before "b" (a name is listed after the names it is a prefix of, when a
+// '-' follows it in them). The walk, in key order, collects limit+1 names; a name it has not
+// reached yet can only sort below the greatest of them, G, if it is a prefix of G followed
+// by '-' there (see basinsBelow), and those few prefixes are looked up directly.
 func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter string, limit int) (basins []string, more bool, err error) {
 	limit = objectstore.PageLimit(limit)
-	after := "basins/"
-	if startAfter != "" {
-		after = BasinMarker(startAfter)
-	}
-	for {
+	// Every name after startAfter has a key after "basins/"+startAfter (its marker's key
+	// holds startAfter and more, or differs first by a greater byte).
+	after := "basins/" + startAfter
+	var names []string
+	for len(names) <= limit {
 		page, err := s.List(ctx, "basins/"+prefix, after, 1)
 		if err != nil {
 			return nil, false, err
 		}
 		if len(page.Objects) == 0 {
-			return basins, false, nil
+			break
 		}
 		key := page.Objects[0].Key
 		name, rest, _ := strings.Cut(strings.TrimPrefix(key, "basins/"), "/")
 		switch {
 		case rest == "basin":
-			if len(basins) == limit {
-				return basins, true, nil
+			if name > startAfter && strings.HasPrefix(name, prefix) {
+				names = append(names, name)
 			}
-			basins = append(basins, name)
 			after = "basins/" + name + "0" // skip this basin's streams: '0' sorts after '/'
 		case rest < "basin":
 			after = key
@@ -388,6 +395,44 @@ func ListBasins(ctx context.Context, s objectstore.Store, prefix, startAfter str
 			after = "basins/" + name + "0" // streams without a marker: not a basin
 		}
 	}
+	if len(names) > limit {
+		below, err := basinsBelow(ctx, s, slices.Max(names), prefix, startAfter)
+		if err != nil {
+			return nil, false, err
+		}
+		names = append(names, below...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) > limit {
+		names, more = names[:limit], true
+	}
+	return names, more, nil
+}
+
+// basinsBelow returns the basins whose markers sort after g's and whose names sort below g:
+// the prefixes of g followed in g by a byte below '/' (for basin names, '-'), that start with
+// prefix and sort after startAfter.
+func basinsBelow(ctx context.Context, s objectstore.Store, g, prefix, startAfter string) ([]string, error) {
+	var out []string
+	for i := len(prefix); i < len(g); i++ {
+		if g[i] >= '/' || i == 0 {
+			continue
+		}
+		p := g[:i]
+		if p <= startAfter {
+			continue
+		}
+		_, err := s.Head(ctx, BasinMarker(p))
+		if errors.Is(err, objectstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // AllStreams lists every stream of the store: the root namespace's, then each basin's.

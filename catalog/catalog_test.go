@@ -324,3 +324,69 @@ func TestGoneStreams(t *testing.T) {
 		t.Fatalf("gone streams:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestListBasinsLexicographic: S2 lists basins in lexicographic order of their names, and the
+// SDK's listAll pages with start_after = the last name of a page. Markers are keyed
+// "basins/<name>/basin", where '-' sorts below '/': ListBasins listed "bb-basin-x" before
+// "bb-basin", and start_after=bb-basin (the SDK's cursor after a page ending there) skipped
+// every "bb-basin-…" basin. Every page, from every cursor and with every limit, must be the
+// sorted names' slice; a basin's streams and basins without a marker are not listed.
+func TestListBasinsLexicographic(t *testing.T) {
+	ctx := context.Background()
+	s := objectstore.NewMemStore()
+	names := []string{"bb-basin", "bb-basin-x", "bb-basin-x-y", "bb-basin-x0", "bb-basin-z", "bb-basin0", "bb-basina", "cc-basin", "bb-bas-in"}
+	for _, n := range names {
+		mustPut(t, s, BasinMarker(n))
+		st, err := Locate(n, "stream-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustPut(t, s, st.ManifestPath)
+	}
+	mustPut(t, s, "basins/bb-basin-nomarker/streams/x/manifest")
+	slices.Sort(names)
+	for _, prefix := range []string{"", "bb-basin", "bb-basin-", "bb-basin-x", "zzz"} {
+		var want []string
+		for _, n := range names {
+			if strings.HasPrefix(n, prefix) {
+				want = append(want, n)
+			}
+		}
+		cursors := append([]string{"", "bb-basin-w", "bb-basin-x-", "a"}, names...)
+		for _, after := range cursors {
+			var rest []string
+			for _, n := range want {
+				if n > after {
+					rest = append(rest, n)
+				}
+			}
+			for limit := 1; limit <= len(names)+1; limit++ {
+				got, more, err := ListBasins(ctx, s, prefix, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exp := rest[:min(limit, len(rest))]
+				if !slices.Equal(got, exp) || more != (len(rest) > limit) {
+					t.Fatalf("prefix %q after %q limit %d: got %q more %v, want %q more %v", prefix, after, limit, got, more, exp, len(rest) > limit)
+				}
+			}
+		}
+		// Paging as the SDK's listAll does reaches every basin once, in order.
+		var paged []string
+		after := ""
+		for {
+			page, more, err := ListBasins(ctx, s, prefix, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paged = append(paged, page...)
+			if !more || len(page) == 0 {
+				break
+			}
+			after = page[len(page)-1]
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("prefix %q: paged %q, want %q", prefix, paged, want)
+		}
+	}
+}

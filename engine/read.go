@@ -72,6 +72,19 @@ func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.
 		}
 		return nil, apiError(err)
 	}
+	// A timestamp after the tail's (the last record's) is past the tail, as in S2: a 416, or
+	// with clamp the tail's seq_num (from which every later record is read, whatever its
+	// timestamp).
+	if tail := s.Tail(); start.Timestamp != nil && *start.Timestamp > tail.Timestamp {
+		_ = s.Close()
+		if !start.Clamp {
+			return nil, &s2api.RangeNotSatisfiableError{Tail: pos(tail)}
+		}
+		s, err = b.e.Open(ctx, basin, stream, consumer.ReadRequest{Start: consumer.AtSeqNum(tail.SeqNum), Follow: true})
+		if err != nil {
+			return nil, apiError(err)
+		}
+	}
 	cfg := b.e.cfg.Consumer
 	return &cursor{s: s, maxRecords: cfg.MaxBatchRecords, maxBytes: cfg.MaxBatchBytes}, nil
 }

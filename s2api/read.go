@@ -21,7 +21,7 @@ const (
 // of a 416.
 type ReadStart struct {
 	SeqNum     *uint64
-	Timestamp  *uint64 // the first record whose timestamp is at or after this, epoch ms
+	Timestamp  *uint64 // the first record whose timestamp is at or after this, epoch ms; after the tail's timestamp it is past the tail
 	TailOffset *uint64 // this many records before the tail
 	Clamp      bool
 }

@@ -47,8 +47,9 @@ type Backend interface {
 	CheckTail(ctx context.Context, basin, stream string) (s2api.StreamPosition, error)
 	// Read opens a cursor at start. A start past the tail is *s2api.RangeNotSatisfiableError
 	// unless start.Clamp, which starts at the tail. A seq_num below the trim point starts at
-	// the first readable record; a timestamp starts at the first record at or after it (or the
-	// tail); a tail offset starts that many records before the tail (not below 0).
+	// the first readable record; a timestamp starts at the first record at or after it, and one
+	// after the tail's timestamp is past the tail (as in S2: with Clamp, the tail's seq_num);
+	// a tail offset starts that many records before the tail (not below 0).
 	Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (ReadCursor, error)
 }
 

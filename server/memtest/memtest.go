@@ -382,6 +382,12 @@ func (b *Backend) Read(_ context.Context, basinName, name string, start s2api.Re
 			}
 			pos = tail.SeqNum
 		}
+	case start.Timestamp != nil && *start.Timestamp > tail.Timestamp:
+		// After the last record's timestamp: past the tail, as in S2.
+		if !start.Clamp {
+			return nil, &s2api.RangeNotSatisfiableError{Tail: tail}
+		}
+		pos = tail.SeqNum
 	case start.Timestamp != nil:
 		pos = uint64(sort.Search(len(st.records), func(i int) bool { return st.records[i].Timestamp >= *start.Timestamp }))
 	case start.TailOffset != nil:
@@ -395,7 +401,7 @@ func (b *Backend) Read(_ context.Context, basinName, name string, start s2api.Re
 		pos = st.trim
 	}
 	c := &cursor{b: b, st: st, pos: pos}
-	if start.Timestamp != nil {
+	if start.Timestamp != nil && *start.Timestamp <= tail.Timestamp {
 		c.minTS = *start.Timestamp // records appended later with older timestamps are not read
 	}
 	return c, nil

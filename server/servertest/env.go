@@ -53,7 +53,7 @@ func Run(t *testing.T, f Factory) {
 		{"StuckClientIsDisconnected", testStuckClientIsDisconnected},
 		{"StuckClientBesideIdleClient", testStuckClientBesideIdleClient},
 		{"IdleSessionsOutliveWriteTimeout", testIdleSessionsOutliveWriteTimeout},
-		{"TimestampStartSkipsOlderRecords", testTimestampStartSkipsOlderRecords},
+		{"TimestampStartPastTheTail", testTimestampStartPastTheTail},
 		{"SeedCurlExamples", testSeedCurlExamples},
 		{"SDKCompat", testSDKCompat},
 	}

@@ -493,11 +493,14 @@ func testIdleSessionsOutliveWriteTimeout(t *testing.T, fac Factory) {
 	}
 }
 
-// testTimestampStartSkipsOlderRecords opens a session at a timestamp past every record: it
-// starts at "the first record whose timestamp is at or after" it (s2api.ReadStart), also
-// among records appended after it opened, so one appended with an older timestamp is not
-// read.
-func testTimestampStartSkipsOlderRecords(t *testing.T, fac Factory) {
+// testTimestampStartPastTheTail: a timestamp after the tail's (the last record's timestamp)
+// is a start past the tail, as S2 has it (s2-lite's read_start_seq_num; the SDK documents
+// clamp as "Start reading from the tail if the requested position is beyond it. Otherwise, a
+// `416 Range Not Satisfiable` response is returned."): a 416 with the tail for unary reads and
+// sessions, or with clamp=true the tail's seq_num, from which the next record is read whatever
+// its timestamp. A timestamp equal to the tail's is not past it. (The server answered 200 and
+// started at the tail, reading only records at or after the timestamp.)
+func testTimestampStartPastTheTail(t *testing.T, fac Factory) {
 	env := startServer(t, fac)
 	env.createStream(t, "s")
 	app := func(ts uint64) {
@@ -508,13 +511,31 @@ func testTimestampStartSkipsOlderRecords(t *testing.T, fac Factory) {
 		}
 	}
 	app(100)
-	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records?timestamp=1000", map[string]string{"Accept": "text/event-stream"}, nil)
+	const tail = `{"tail":{"seq_num":1,"timestamp":100}}`
+	expect(t, "unary read past the tail's timestamp", env.do(t, "GET", "/v1/streams/s/records?timestamp=1000", nil, nil), 416, tail)
+	expect(t, "bounded unary read past the tail's timestamp", env.do(t, "GET", "/v1/streams/s/records?timestamp=101&count=5", nil, nil), 416, tail)
+	r := env.do(t, "GET", "/v1/streams/s/records?timestamp=1000", map[string]string{"Accept": "text/event-stream"}, nil)
+	expect(t, "SSE session past the tail's timestamp", r, 416, tail)
+	r = env.do(t, "GET", "/v1/streams/s/records?timestamp=100", nil, nil)
+	expect(t, "unary read at the tail's timestamp", r, 200, "")
+	if rb, err := s2api.DecodeReadBatchJSON(r.body, s2api.FormatRaw); err != nil || len(rb.Records) != 1 || rb.Records[0].SeqNum != 0 {
+		t.Fatalf("read at timestamp=100: %s", r.body)
+	}
+	r = env.do(t, "GET", "/v1/streams/s/records?timestamp=1000&clamp=true", nil, nil)
+	expect(t, "clamped unary read", r, 200, "")
+	if rb, err := s2api.DecodeReadBatchJSON(r.body, s2api.FormatRaw); err != nil || len(rb.Records) != 0 {
+		t.Fatalf("clamped read past the tail: %s", r.body)
+	}
+
+	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records?timestamp=1000&clamp=true", map[string]string{"Accept": "text/event-stream"}, nil)
+	if res.StatusCode != 200 {
+		t.Fatalf("clamped session: status %d", res.StatusCode)
+	}
 	rd := s2api.NewSSEReader(res.Body, 1<<20)
 	if rb := sseBatch(t, nextEvent(t, rd)); len(rb.Records) != 0 {
 		t.Fatalf("caught-up batch holds %+v", rb.Records)
 	}
-	app(500)  // older than the start
-	app(2000) // the first record at or after it
+	app(500) // older than the start, but the clamped start is the tail's seq_num
 	for {
 		ev := nextEvent(t, rd)
 		if ev.Event == "ping" {
@@ -524,8 +545,8 @@ func testTimestampStartSkipsOlderRecords(t *testing.T, fac Factory) {
 		if len(rb.Records) == 0 {
 			continue
 		}
-		if rb.Records[0].SeqNum != 2 || rb.Records[0].Timestamp != 2000 {
-			t.Fatalf("first record read from timestamp=1000: seq_num %d timestamp %d, want 2 and 2000", rb.Records[0].SeqNum, rb.Records[0].Timestamp)
+		if rb.Records[0].SeqNum != 1 || rb.Records[0].Timestamp != 500 {
+			t.Fatalf("first record of the clamped session: seq_num %d timestamp %d, want 1 and 500", rb.Records[0].SeqNum, rb.Records[0].Timestamp)
 		}
 		return
 	}
