@@ -65,7 +65,9 @@ type S3Config struct {
 // mean "the condition does not hold" map to ErrPreconditionFailed with the server's error kept
 // as the cause: 412 Precondition Failed; 409 ConditionalRequestConflict (a concurrent
 // conditional write won); and 404 NoSuchKey to an If-Match put, which S3-compatible servers
-// send when the object is absent.
+// send when the object is absent. (If a HEAD then finds the object at the version the put
+// named, the server contradicts itself, and the put fails with ErrInconsistent instead: a
+// conflict would be retried against that version without end.)
 //
 // Retries and outcome-unknown. Put is never retried by the SDK: its retryer could resend a
 // conditional put whose first attempt succeeded but whose answer was lost, and the second
@@ -500,7 +502,16 @@ func (s *S3Store) put(ctx context.Context, key string, body io.Reader, size int6
 		func(o *s3.Options) { o.RetryMaxAttempts = 1 },
 	)
 	if err != nil {
-		return ObjectInfo{}, s.putErr(key, cond, sr, wrote.Load(), err)
+		perr := s.putErr(key, cond, sr, wrote.Load(), err)
+		if cond.IfMatch != "" && status(err) == http.StatusNotFound && errors.Is(perr, ErrPreconditionFailed) {
+			// "No such object" for an If-Match put: a conflict, unless the object is there at
+			// the very version the condition names.
+			if info, herr := s.Head(ctx, key); herr == nil && info.Version == cond.IfMatch {
+				s.logger.Warn("objectstore: s3: the server refused an If-Match put for want of the object it serves at that version", "bucket", s.bucket, "key", key, "version", cond.IfMatch)
+				return ObjectInfo{}, NewOpError("put", key, ErrInconsistent, fmt.Errorf("If-Match %s answered 404 while HEAD serves that version: %w", cond.IfMatch, err))
+			}
+		}
+		return ObjectInfo{}, perr
 	}
 	if sr.err != nil {
 		return ObjectInfo{}, NewOpError("put", key, ErrOutcomeUnknown, sr.err)
@@ -612,8 +623,14 @@ func validHead(s string) string {
 
 // listPage is one ListObjectsV2 call: up to limit keys starting with sendPrefix after
 // startAfter (the caller's prefix names the operation in errors).
+//
+// It never asks for a single key: MinIO answers max-keys=1 with a prefix and no start-after
+// by looking the prefix up as a key, and when that object exists returns it alone as a
+// complete listing (IsTruncated false), dropping every other key under the prefix. It asks
+// for two instead and keeps the first.
 func (s *S3Store) listPage(ctx context.Context, prefix, sendPrefix, startAfter string, limit int) (ListPage, error) {
-	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(limit))}
+	ask := max(limit, 2)
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(int32(ask))}
 	if sendPrefix != "" {
 		in.Prefix = aws.String(sendPrefix)
 	}
@@ -628,8 +645,13 @@ func (s *S3Store) listPage(ctx context.Context, prefix, sendPrefix, startAfter s
 	for _, o := range out.Contents {
 		page.Objects = append(page.Objects, ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), Version: aws.ToString(o.ETag), ModTime: aws.ToTime(o.LastModified)})
 	}
+	if len(page.Objects) > ask {
+		return ListPage{}, NewOpError("list", prefix, nil, fmt.Errorf("server returned %d keys for max-keys %d", len(page.Objects), ask))
+	}
 	if len(page.Objects) > limit {
-		return ListPage{}, NewOpError("list", prefix, nil, fmt.Errorf("server returned %d keys for max-keys %d", len(page.Objects), limit))
+		page.Objects = page.Objects[:limit]
+		page.NextStartAfter = page.Objects[limit-1].Key
+		return page, nil
 	}
 	if aws.ToBool(out.IsTruncated) {
 		if len(page.Objects) == 0 {

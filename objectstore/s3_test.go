@@ -77,7 +77,8 @@ func TestS3ErrorMapping(t *testing.T) {
 	}{
 		{"412", s3Error(412, "PreconditionFailed"), objectstore.IfMatch(`"v"`), objectstore.ErrPreconditionFailed, 1},
 		{"409 ConditionalRequestConflict", s3Error(409, "ConditionalRequestConflict"), objectstore.IfAbsent(), objectstore.ErrPreconditionFailed, 1},
-		{"404 NoSuchKey on if-match", s3Error(404, "NoSuchKey"), objectstore.IfMatch(`"v"`), objectstore.ErrPreconditionFailed, 1},
+		// The put, then a HEAD (TestS3IfMatchNotFoundWhileServed), which finds no object.
+		{"404 NoSuchKey on if-match", s3Error(404, "NoSuchKey"), objectstore.IfMatch(`"v"`), objectstore.ErrPreconditionFailed, 2},
 		{"404 NoSuchBucket unconditional", s3Error(404, "NoSuchBucket"), objectstore.Unconditional(), nil, 1},
 		{"403", s3Error(403, "AccessDenied"), objectstore.IfAbsent(), nil, 1},
 		{"500 is not retried and is unknown", s3Error(500, "InternalError"), objectstore.IfMatch(`"v"`), objectstore.ErrOutcomeUnknown, 1},

@@ -73,6 +73,11 @@ var (
 	// ErrCorrupt: the backend holds something that is not a well-formed object (for example a
 	// file in a file store's directory without the object header). Never retried.
 	ErrCorrupt = errors.New("objectstore: corrupt object")
+	// ErrInconsistent: the store contradicts itself, as an S3 server does that refuses an
+	// If-Match put for want of an object while it serves that very version (seen on MinIO
+	// with several drives after a conditional put was cut off). Not a conflict: retrying
+	// against the same version meets the same answer until the server repairs itself.
+	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
 )
 
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for
