@@ -142,20 +142,33 @@
 //
 //	                             AVX-512                  AVX2
 //	                             apart       interleaved  apart       interleaved
-//	encode  1 KiB  none  heap    0.69-0.86   0.82-1.20    0.56-0.75   0.77-0.99
-//	encode  1 KiB  none  wire    0.69-0.91   0.85-1.34    0.58-0.82   0.80-1.08
-//	encode 64 KiB  none  heap    0.91-1.27   1.06-1.66    0.83-1.03   0.95-1.52
-//	encode 64 KiB  none  wire    0.94-1.18   1.03-1.43    0.80-0.98   0.97-1.41
-//	decode  1 KiB  none          0.58-1.02   0.80-1.39    0.68-0.78   0.86-1.13
-//	decode 64 KiB  none          1.23-2.04   1.59-2.18    1.07-1.32   1.20-1.51
+//	encode  1 KiB  none  heap    0.69-1.01   0.76-1.20    0.56-0.75   0.77-1.03
+//	encode  1 KiB  none  wire    0.69-0.99   0.80-1.34    0.58-0.82   0.80-1.13
+//	encode 64 KiB  none  heap    0.91-1.68   1.06-1.66    0.83-1.03   0.95-1.52
+//	encode 64 KiB  none  wire    0.94-1.32   1.03-1.43    0.80-0.98   0.97-1.41
+//	decode  1 KiB  none          0.58-1.41   0.80-1.39    0.67-0.78   0.86-1.13
+//	decode 64 KiB  none          1.23-2.85   1.42-2.18    1.07-1.34   1.20-1.51
 //	zstd, 1 and 64 KiB           0.87-1.19   0.94-0.99    0.79-1.09   0.92-0.99
 //	100 B bodies (no target): none 0.2-0.3; zstd 0.78-1.01
 //
-// (AVX-512: fourteen processes over three days, zstd and 100 B in eleven and six of them;
-// the 0.58 decode is one process in which the vCPU slowed during the run. AVX2: five
-// processes on the same machine with GODEBUG=cpu.avx512f=off, which selects the AVX2 kernels
-// of this package and internal/crc32c; zstd is the same code either way, so its spread is
-// the machine's. Without either kernel (the purego tag, other architectures, or an amd64
+//	against the gather reference (BenchmarkEncode's /gather, BenchmarkRatio's gather-ratio):
+//	encode  1 KiB  none  heap    0.86-0.96   1.04-1.10    0.87-0.91   0.99
+//	encode  1 KiB  none  wire    0.88-1.11   1.08-1.10    0.68-0.82   1.02-1.04
+//	encode 64 KiB  none  heap    0.94-1.03   1.18-1.25    0.67-0.72   1.00-1.03
+//	encode 64 KiB  none  wire    0.84-0.98   1.13-1.18    0.71-0.78   0.98-1.01
+//
+// (AVX-512: apart, twenty processes over four days, zstd and 100 B in eleven and six of
+// them, three of them with -benchtime 1000x, in which the copy ran slower between encodes
+// and gave the highest figures; interleaved, seventeen. The 0.58 decode is one process in
+// which the vCPU slowed during the run. AVX2: seven processes apart and seven interleaved
+// on the same machine with GODEBUG=cpu.avx512f=off, which selects the AVX2 kernels of this
+// package and internal/crc32c; zstd is the same code either way, so its spread is the
+// machine's. The gather reference: six processes apart and three interleaved on AVX-512,
+// two and two on AVX2. It is the least an encoder of records lying apart does, and it
+// reaches the copy's speed only when the records are long: with 1 KiB bodies in the heap
+// layout, pinned to one vCPU, a gather itself measured 0.61-0.85 of the copy (0.61-0.70
+// while the vCPU ran slow), so 0.8 of the copy is out of reach of any encoder of those
+// records at such times; encoding measured 0.86 or more of a gather on AVX-512.) Without either kernel (the purego tag, other architectures, or an amd64
 // CPU without VPCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s, and runs after the
 // copy (after each piece that brings 8 KiB or more unfolded, while the bytes are in the
 // near caches) instead of beside it; two
