@@ -587,10 +587,10 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 // error returned at once is one of handing over: no such stream, an invalid input, a closed
 // engine, an earlier failure of the chain. An error from the wait is final for this input:
 // unlike Append, it is not retried on a fresh producer, which could reorder it after inputs
-// handed over since. (Order across producers is kept only by the retry below: if the
-// stream's producer is replaced while earlier inputs are still pending on it, as when the
-// stream is deleted and created again, later inputs on the new producer may commit before
-// those earlier ones fail.)
+// handed over since. Order holds across producers too: if the stream's producer is replaced
+// while earlier inputs are still pending on it (the stream deleted and created again), the
+// chain's next input waits for them on the new producer (producer.AppendChained) and fails
+// if one of them does.
 func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfmt.AppendInput, chain *producer.Chain) (wait func(context.Context) (producer.Ack, error), err error) {
 	for attempt := 0; ; attempt++ {
 		op, err := e.acquire(ctx, basin, name)

@@ -80,7 +80,9 @@ func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.
 		if !start.Clamp {
 			return nil, &s2api.RangeNotSatisfiableError{Tail: pos(tail)}
 		}
-		s, err = b.e.Open(ctx, basin, stream, consumer.ReadRequest{Start: consumer.AtSeqNum(tail.SeqNum), Follow: true})
+		at := consumer.AtSeqNum(tail.SeqNum)
+		at.Clamp = true // the stream may have been replaced by a shorter one meanwhile
+		s, err = b.e.Open(ctx, basin, stream, consumer.ReadRequest{Start: at, Follow: true})
 		if err != nil {
 			return nil, apiError(err)
 		}

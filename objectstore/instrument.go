@@ -38,7 +38,8 @@ func (f ObserverFunc) ObserveOp(e OpEvent) { f(e) }
 
 // ErrorClass returns a short, stable label for err, for metrics: "" for nil, then
 // "not_found", "precondition_failed", "not_modified", "outcome_unknown", "invalid_key",
-// "closed", "corrupt", "injected", "canceled", "deadline", or "other".
+// "closed", "corrupt", "conditions_unsupported", "inconsistent", "injected", "canceled",
+// "deadline", or "other".
 func ErrorClass(err error) string {
 	switch {
 	case err == nil:
@@ -57,6 +58,10 @@ func ErrorClass(err error) string {
 		return "closed"
 	case errors.Is(err, ErrCorrupt):
 		return "corrupt"
+	case errors.Is(err, ErrConditionsUnsupported):
+		return "conditions_unsupported"
+	case errors.Is(err, ErrInconsistent):
+		return "inconsistent"
 	case errors.Is(err, ErrInjected):
 		return "injected"
 	case errors.Is(err, context.Canceled):

@@ -85,13 +85,15 @@ func TestInstrumentEvents(t *testing.T) {
 
 func TestErrorClass(t *testing.T) {
 	cases := map[string]error{
-		"":                    nil,
-		"not_found":           objectstore.NewOpError("get", "k", objectstore.ErrNotFound, nil),
-		"outcome_unknown":     objectstore.NewOpError("put", "k", objectstore.ErrOutcomeUnknown, objectstore.ErrInjected),
-		"injected":            objectstore.NewOpError("put", "k", nil, objectstore.ErrInjected),
-		"deadline":            objectstore.NewOpError("put", "k", nil, context.DeadlineExceeded),
-		"other":               errors.New("boom"),
-		"precondition_failed": objectstore.ErrPreconditionFailed,
+		"":                       nil,
+		"not_found":              objectstore.NewOpError("get", "k", objectstore.ErrNotFound, nil),
+		"outcome_unknown":        objectstore.NewOpError("put", "k", objectstore.ErrOutcomeUnknown, objectstore.ErrInjected),
+		"injected":               objectstore.NewOpError("put", "k", nil, objectstore.ErrInjected),
+		"deadline":               objectstore.NewOpError("put", "k", nil, context.DeadlineExceeded),
+		"other":                  errors.New("boom"),
+		"precondition_failed":    objectstore.ErrPreconditionFailed,
+		"inconsistent":           objectstore.NewOpError("put", "k", objectstore.ErrInconsistent, errors.New("404")),
+		"conditions_unsupported": objectstore.NewOpError("put", "k", objectstore.ErrConditionsUnsupported, nil),
 	}
 	for want, err := range cases {
 		if got := objectstore.ErrorClass(err); got != want {

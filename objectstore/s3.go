@@ -66,8 +66,8 @@ type S3Config struct {
 // as the cause: 412 Precondition Failed; 409 ConditionalRequestConflict (a concurrent
 // conditional write won); and 404 NoSuchKey to an If-Match put, which S3-compatible servers
 // send when the object is absent. (If a HEAD then finds the object at the version the put
-// named, the server contradicts itself, and the put fails with ErrInconsistent instead: a
-// conflict would be retried against that version without end.)
+// named, the server contradicts itself, and the put fails with ErrInconsistent instead: as a
+// conflict it would be retried against that version without a word in the logs.)
 //
 // Retries and outcome-unknown. Put is never retried by the SDK: its retryer could resend a
 // conditional put whose first attempt succeeded but whose answer was lost, and the second

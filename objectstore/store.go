@@ -16,8 +16,8 @@
 // why the manifest carries a write counter (see package manifest).
 //
 // Errors: every error returned by a Store matches, with errors.Is, at most one of the sentinels
-// ErrNotFound, ErrPreconditionFailed, ErrNotModified, ErrOutcomeUnknown, ErrInvalidKey, ErrClosed
-// and ErrCorrupt, and is usually an
+// ErrNotFound, ErrPreconditionFailed, ErrNotModified, ErrOutcomeUnknown, ErrInvalidKey, ErrClosed,
+// ErrCorrupt, ErrConditionsUnsupported and ErrInconsistent, and is usually an
 // *OpError carrying the operation, the key and the backend's cause. ErrOutcomeUnknown means a
 // write may or may not have taken effect (a timeout or a lost connection after the request was
 // sent); callers that need exactly-once must find out which before retrying. Any other error is
@@ -75,8 +75,9 @@ var (
 	ErrCorrupt = errors.New("objectstore: corrupt object")
 	// ErrInconsistent: the store contradicts itself, as an S3 server does that refuses an
 	// If-Match put for want of an object while it serves that very version (seen on MinIO
-	// with several drives after a conditional put was cut off). Not a conflict: retrying
-	// against the same version meets the same answer until the server repairs itself.
+	// with several drives after a conditional put was cut off). Not a conflict, which the
+	// manifest's writers retry without a word: a plain failure, which they log and count,
+	// and retry in case the server repairs itself.
 	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
 )
 

@@ -3,8 +3,6 @@ package producer
 import (
 	"context"
 	"errors"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,29 +10,6 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
-
-// enteredGate blocks batch-object puts until gate is closed, and signals entered (once) when
-// the first one arrives.
-type enteredGate struct {
-	objectstore.Store
-	gate    chan struct{}
-	entered chan struct{}
-}
-
-func (g *enteredGate) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
-	if strings.HasPrefix(key, "ingest/0") {
-		select {
-		case g.entered <- struct{}{}:
-		default:
-		}
-		select {
-		case <-g.gate:
-		case <-ctx.Done():
-			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, ctx.Err())
-		}
-	}
-	return g.Store.Put(ctx, key, body, size, cond)
-}
 
 // TestChainMovesToAnotherProducer: a chain's append is pending on a producer whose stream has
 // since been deleted and created again (its commit will fail: the generation changed), and
@@ -47,7 +22,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	g := &enteredGate{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	g := &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	p1 := newProducer(t, testConfig(g))
 	var c Chain
 	t1, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)

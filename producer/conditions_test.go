@@ -163,11 +163,16 @@ type gateStore struct {
 	objectstore.Store
 	gate    chan struct{}
 	blocked atomic.Int64
+	entered chan struct{} // if not nil, signalled (without blocking) as a put reaches the gate
 }
 
 func (g *gateStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
 	if strings.HasPrefix(key, "ingest/0") {
 		g.blocked.Add(1)
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
