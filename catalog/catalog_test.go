@@ -332,7 +332,6 @@ func TestGoneStreams(t *testing.T) {
 // every "bb-basin-…" basin. Every page, from every cursor and with every limit, must be the
 // sorted names' slice; a basin's streams and basins without a marker are not listed.
 func TestListBasinsLexicographic(t *testing.T) {
-	ctx := context.Background()
 	s := objectstore.NewMemStore()
 	names := []string{"bb-basin", "bb-basin-x", "bb-basin-x-y", "bb-basin-x0", "bb-basin-z", "bb-basin0", "bb-basina", "cc-basin", "bb-bas-in"}
 	for _, n := range names {
@@ -345,37 +344,51 @@ func TestListBasinsLexicographic(t *testing.T) {
 	}
 	mustPut(t, s, "basins/bb-basin-nomarker/streams/x/manifest")
 	slices.Sort(names)
+	cursors := append([]string{"", "bb-basin-w", "bb-basin-x-", "a"}, names...)
 	for _, prefix := range []string{"", "bb-basin", "bb-basin-", "bb-basin-x", "zzz"} {
-		var want []string
-		for _, n := range names {
-			if strings.HasPrefix(n, prefix) {
-				want = append(want, n)
+		checkListBasins(t, s, names, prefix, cursors)
+	}
+}
+
+// checkListBasins checks ListBasins on s, whose basins are names (sorted), for prefix: from
+// each cursor with each limit up to len(names)+1 against the names that follow it, and
+// paging as the SDK's listAll does (limits 1 to 3), which must reach every basin once, in
+// order.
+func checkListBasins(t *testing.T, s objectstore.Store, names []string, prefix string, cursors []string) {
+	t.Helper()
+	ctx := context.Background()
+	var want []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			want = append(want, n)
+		}
+	}
+	for _, after := range cursors {
+		var rest []string
+		for _, n := range want {
+			if n > after {
+				rest = append(rest, n)
 			}
 		}
-		cursors := append([]string{"", "bb-basin-w", "bb-basin-x-", "a"}, names...)
-		for _, after := range cursors {
-			var rest []string
-			for _, n := range want {
-				if n > after {
-					rest = append(rest, n)
-				}
+		for limit := 1; limit <= len(names)+1; limit++ {
+			got, more, err := ListBasins(ctx, s, prefix, after, limit)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for limit := 1; limit <= len(names)+1; limit++ {
-				got, more, err := ListBasins(ctx, s, prefix, after, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				exp := rest[:min(limit, len(rest))]
-				if !slices.Equal(got, exp) || more != (len(rest) > limit) {
-					t.Fatalf("prefix %q after %q limit %d: got %q more %v, want %q more %v", prefix, after, limit, got, more, exp, len(rest) > limit)
-				}
+			exp := rest[:min(limit, len(rest))]
+			if !slices.Equal(got, exp) || more != (len(rest) > limit) {
+				t.Fatalf("names %q prefix %q after %q limit %d: got %q more %v, want %q more %v", names, prefix, after, limit, got, more, exp, len(rest) > limit)
 			}
 		}
-		// Paging as the SDK's listAll does reaches every basin once, in order.
+	}
+	for limit := 1; limit <= 3; limit++ {
 		var paged []string
 		after := ""
-		for {
-			page, more, err := ListBasins(ctx, s, prefix, after, 2)
+		for i := 0; ; i++ {
+			if i > len(names)+2 {
+				t.Fatalf("names %q prefix %q limit %d: paging does not end", names, prefix, limit)
+			}
+			page, more, err := ListBasins(ctx, s, prefix, after, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,7 +399,7 @@ func TestListBasinsLexicographic(t *testing.T) {
 			after = page[len(page)-1]
 		}
 		if !slices.Equal(paged, want) {
-			t.Fatalf("prefix %q: paged %q, want %q", prefix, paged, want)
+			t.Fatalf("names %q prefix %q limit %d: paged %q, want %q", names, prefix, limit, paged, want)
 		}
 	}
 }

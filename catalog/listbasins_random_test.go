@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"context"
 	"math/rand"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 // (including cursors that are prefixes of names and cursors that are not names) and limits,
 // and paging as the SDK's listAll does.
 func TestListBasinsRandom(t *testing.T) {
-	ctx := context.Background()
 	const seed = 1
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
@@ -57,51 +55,7 @@ func TestListBasinsRandom(t *testing.T) {
 			cursors = append(cursors, n, n[:1+rng.Intn(len(n))], n+"-")
 		}
 		for _, prefix := range prefixes {
-			for _, after := range cursors {
-				var rest []string
-				for _, n := range names {
-					if strings.HasPrefix(n, prefix) && n > after {
-						rest = append(rest, n)
-					}
-				}
-				for limit := 1; limit <= len(names)+1; limit++ {
-					got, more, err := ListBasins(ctx, s, prefix, after, limit)
-					if err != nil {
-						t.Fatal(err)
-					}
-					exp := rest[:min(limit, len(rest))]
-					if !slices.Equal(got, exp) || more != (len(rest) > limit) {
-						t.Fatalf("names %q prefix %q after %q limit %d: got %q more %v, want %q more %v", names, prefix, after, limit, got, more, exp, len(rest) > limit)
-					}
-				}
-			}
-			for limit := 1; limit <= 3; limit++ {
-				var paged []string
-				after := ""
-				for i := 0; ; i++ {
-					if i > len(names)+2 {
-						t.Fatalf("no end")
-					}
-					page, more, err := ListBasins(ctx, s, prefix, after, limit)
-					if err != nil {
-						t.Fatal(err)
-					}
-					paged = append(paged, page...)
-					if !more || len(page) == 0 {
-						break
-					}
-					after = page[len(page)-1]
-				}
-				var want []string
-				for _, n := range names {
-					if strings.HasPrefix(n, prefix) {
-						want = append(want, n)
-					}
-				}
-				if !slices.Equal(paged, want) {
-					t.Fatalf("names %q prefix %q limit %d: paged %q want %q", names, prefix, limit, paged, want)
-				}
-			}
+			checkListBasins(t, s, names, prefix, cursors)
 		}
 	}
 }

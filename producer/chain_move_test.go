@@ -18,18 +18,7 @@ import (
 // the first was pending let a session's later input commit after an earlier one failed.
 func TestChainMovesToAnotherProducer(t *testing.T) {
 	ctx := context.Background()
-	mem := objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	g := &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	p1 := newProducer(t, testConfig(g))
-	var c Chain
-	t1, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-g.entered // first's batch is being uploaded, and stays so until the gate opens
+	mem, g, p1, c, t1 := chainPendingAtGate(t)
 
 	// The stream is deleted and created again; p2 writes to the new one.
 	if err := mem.Delete(ctx, "ingest/manifest"); err != nil {
@@ -49,7 +38,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		tk, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &c)
+		tk, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, c)
 		second <- result{tk, err}
 	}()
 	var r result
@@ -80,4 +69,25 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	if n := snap.State.Tail.SeqNum; n != 0 {
 		t.Errorf("the stream holds %d records after its chain's first append failed, want 0", n)
 	}
+}
+
+// chainPendingAtGate creates the stream "ingest/manifest" on a memory store and hands a
+// chain's first append ("first") to a producer whose batch uploads wait at g's gate, and
+// returns once that upload has reached the gate.
+func chainPendingAtGate(t *testing.T) (mem *objectstore.MemStore, g *gateStore, p1 *Producer, c *Chain, t1 *Ticket) {
+	t.Helper()
+	ctx := context.Background()
+	mem = objectstore.NewMemStore()
+	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g = &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	p1 = newProducer(t, testConfig(g))
+	c = new(Chain)
+	t1, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // first's batch is being uploaded, and stays so until the gate opens
+	return mem, g, p1, c, t1
 }

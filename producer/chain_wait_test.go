@@ -8,7 +8,6 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
-	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // TestChainWaitCtxAndNoLock: while AppendChained waits for the chain's last append on another producer, it holds
@@ -17,17 +16,7 @@ import (
 // pending ticket), refusing the append then (the chain's append failed).
 func TestChainWaitCtxAndNoLock(t *testing.T) {
 	ctx := context.Background()
-	mem := objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	g := &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	p1 := newProducer(t, testConfig(g))
-	var c Chain
-	if _, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c); err != nil {
-		t.Fatal(err)
-	}
-	<-g.entered
+	mem, g, p1, c, _ := chainPendingAtGate(t)
 	p2 := newProducer(t, testConfig(mem))
 	defer closeProducer(t, p2)
 	moved := make(chan struct{}, 2)
@@ -38,7 +27,7 @@ func TestChainWaitCtxAndNoLock(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() {
-		_, err := p2.AppendChained(wctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &c)
+		_, err := p2.AppendChained(wctx, batchfmt.AppendInput{Records: bodyRecs("second")}, c)
 		res <- err
 	}()
 	<-moved // waiting for first
@@ -65,7 +54,7 @@ func TestChainWaitCtxAndNoLock(t *testing.T) {
 	// 2. The old producer is closed with an expired ctx: its pending ticket resolves, and
 	// the waiting append is refused.
 	go func() {
-		_, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("third")}, &c)
+		_, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("third")}, c)
 		res <- err
 	}()
 	<-moved // waiting for first
