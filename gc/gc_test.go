@@ -440,16 +440,23 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 	}
 }
 
+// streamWithOrphans returns a store holding a stream with one referenced batch object and
+// n unreferenced ones, all an hour old, and a collector config for it.
+func streamWithOrphans(t *testing.T, n int) (*faultStore, Config) {
+	t.Helper()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	s.object(1)
+	putOrphans(t, fs, 0, n)
+	fs.advance(time.Hour)
+	return fs, testConfig(time.Now)
+}
+
 // TestBoundedResumablePasses: a pass lists and deletes at most its budget; successive passes
 // resume and together cover everything.
 func TestBoundedResumablePasses(t *testing.T) {
 	ctx := context.Background()
-	fs := newFaultStore(objectstore.NewMemStore(), t0)
-	s := newStream(t, fs, manifest.DefaultConfig(), nil)
-	s.object(1)
-	putOrphans(t, fs, 0, 25)
-	fs.advance(time.Hour)
-	cfg := testConfig(time.Now)
+	fs, cfg := streamWithOrphans(t, 25)
 	cfg.MaxListPerPass = 10
 	cfg.MaxDeletesPerPass = 4
 	c, err := NewCollector(fs, cfg)
@@ -482,13 +489,8 @@ func TestBoundedResumablePasses(t *testing.T) {
 // the listings over.
 func TestFullPassListsEverything(t *testing.T) {
 	ctx := context.Background()
-	fs := newFaultStore(objectstore.NewMemStore(), t0)
-	s := newStream(t, fs, manifest.DefaultConfig(), nil)
-	s.object(1)
 	const garbage = 37
-	putOrphans(t, fs, 0, garbage)
-	fs.advance(time.Hour)
-	cfg := testConfig(time.Now)
+	fs, cfg := streamWithOrphans(t, garbage)
 	cfg.MaxListPerPass = 5
 	cfg.MaxDeletesPerPass = 30
 	c, err := NewCollector(fs, cfg)
@@ -531,13 +533,8 @@ func TestFullPassListsEverything(t *testing.T) {
 // listing position, lists every object rather than the same first MaxListPerPass each call.
 func TestPassFuncListsEverything(t *testing.T) {
 	ctx := context.Background()
-	fs := newFaultStore(objectstore.NewMemStore(), t0)
-	s := newStream(t, fs, manifest.DefaultConfig(), nil)
-	s.object(1)
 	const garbage = 12
-	putOrphans(t, fs, 0, garbage)
-	fs.advance(time.Hour)
-	cfg := testConfig(time.Now)
+	fs, cfg := streamWithOrphans(t, garbage)
 	cfg.MaxListPerPass = 5
 	rep, err := Pass(ctx, fs, mpath, dpre, cfg)
 	if err != nil {

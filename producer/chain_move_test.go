@@ -77,10 +77,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 func chainPendingAtGate(t *testing.T) (mem *objectstore.MemStore, g *gateStore, p1 *Producer, c *Chain, t1 *Ticket) {
 	t.Helper()
 	ctx := context.Background()
-	mem = objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	mem = newStreamStore(t)
 	g = &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	p1 = newProducer(t, testConfig(g))
 	c = new(Chain)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/manifest"
-	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // TestChainRefusalDoesNotFailEarlierPending: an append that AppendChained refuses at
@@ -17,10 +15,7 @@ import (
 // append was rejected as ErrPrecedingAppendFailed.)
 func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
 	ctx := context.Background()
-	store := objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store := newStreamStore(t)
 	cfg := testConfig(store)
 	cfg.FlushInterval = time.Hour // the first append is still pending when the second is refused
 	p := newProducer(t, cfg)
@@ -46,10 +41,7 @@ func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
 // disconnect, server shutdown): the inputs of the session already handed over commit.
 func TestChainCtxRefusalDoesNotFailEarlierPending(t *testing.T) {
 	ctx := context.Background()
-	store := objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store := newStreamStore(t)
 	cfg := testConfig(store)
 	cfg.FlushInterval = time.Hour
 	cfg.MaxBufferedInputs = 1

@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
-	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // TestChainStopsAtFirstFailure: appends of one Chain commit in order, each only if none
@@ -21,10 +20,7 @@ import (
 // after the failure is refused at once. Nothing of a failed chain's later appends is read.
 func TestChainStopsAtFirstFailure(t *testing.T) {
 	ctx := context.Background()
-	store := objectstore.NewMemStore()
-	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store := newStreamStore(t)
 	for _, sameCommit := range []bool{true, false} {
 		cfg := testConfig(store)
 		if sameCommit {
@@ -114,10 +110,7 @@ func TestChainsUnderFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("replay with %s=%d go test ./producer -run TestChainsUnderFaults", testseed.Env, seed)
 			ctx := context.Background()
-			mem := objectstore.NewMemStore()
-			if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
-				t.Fatal(err)
-			}
+			mem := newStreamStore(t)
 			fs := newFaultStore(mem, seed, faultRates{failBefore: 0.08, unknownBefore: 0.06, unknownAfter: 0.06, unknownLater: 0.06,
 				getFail: 0.05, latency: 0.2, maxLatency: time.Millisecond})
 			cfg := testConfig(fs)

@@ -207,6 +207,16 @@ func (f *faultStore) summary() string {
 }
 
 // testConfig is a fast config on store.
+// newStreamStore returns a memory store holding a new stream at "ingest/manifest".
+func newStreamStore(t testing.TB) *objectstore.MemStore {
+	t.Helper()
+	mem := objectstore.NewMemStore()
+	if _, err := manifest.Create(context.Background(), mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return mem
+}
+
 func testConfig(store objectstore.Store) Config {
 	c := DefaultConfig()
 	c.ObjectStore = store
