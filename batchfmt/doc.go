@@ -104,8 +104,10 @@
 // (internal/crc32c's Folder) shortly after it is written, while it is still in the L1
 // cache. On amd64 a record kernel writes an append's frames straight from its Records and
 // folds as it goes: encode_amd64.s with AVX-512, encode_avx2_amd64.s with AVX2 and
-// VPCLMULQDQ (AMD Zen 3, Intel client cores from Alder Lake on), each on the checksum state
-// of internal/crc32c's kernel for the same CPU. For appends of 32 records and more it
+// VPCLMULQDQ (AMD Zen 3, Intel client cores from Alder Lake on), encode_pclmul_amd64.s with
+// AVX2 and the 128-bit PCLMULQDQ (Intel from Haswell to Cascade Lake, AMD Zen 1 and 2; the
+// AVX2 kernel's copies, encode_copy_avx2_amd64.h), each on the checksum state of
+// internal/crc32c's kernel for the same CPU. For appends of 32 records and more it
 // sizes each record just before writing it, so each record is read once; the append's
 // totals, known only at the end, are written into its header then, and if the kernel had
 // already folded their zero placeholders the checksum is patched (it is linear:
@@ -168,14 +170,26 @@
 // reaches the copy's speed only when the records are long: with 1 KiB bodies in the heap
 // layout, pinned to one vCPU, a gather itself measured 0.61-0.85 of the copy (0.61-0.70
 // while the vCPU ran slow), so 0.8 of the copy is out of reach of any encoder of those
-// records at such times; encoding measured 0.86 or more of a gather on AVX-512.) Without either kernel (the purego tag, other architectures, or an amd64
-// CPU without VPCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s, and runs after the
-// copy (after each piece that brings 8 KiB or more unfolded, while the bytes are in the
-// near caches) instead of beside it; two
-// processes with purego measured, apart / interleaved, encode 0.30-0.38 / 0.43-0.50 (1 KiB)
-// and 0.40-0.43 / 0.63-0.72 (64 KiB), decode 0.48-0.53 / 0.62-0.69 (1 KiB) and 0.66 /
-// 0.84-1.08 (64 KiB): under the target, which these paths cannot meet while the checksum
-// alone takes longer than the copy.)
+// records at such times; encoding measured 0.86 or more of a gather on AVX-512.)
+//
+// The pclmul kernels (AVX2 without VPCLMULQDQ), selected on this machine with
+// SLUICE_TEST_KERNEL=pclmul (kernel_test.go), in three processes pinned to one vCPU, apart /
+// interleaved: encode 0.53-0.55 / 0.90-1.02 (1 KiB) and 0.68-0.72 / 1.17-1.23 (64 KiB),
+// decode 0.50-0.51 / 0.89-0.90 (1 KiB) and 0.70-0.72 / 1.20-1.27 (64 KiB); in the same
+// processes without any kernel, encode 0.30-0.34 / 0.45-0.53 and 0.41-0.45 / 0.67-0.73,
+// decode 0.49-0.77 / 0.76-0.77 and 0.68-0.69 / 1.10-1.15. Its checksum runs here at
+// hash/crc32's speed (this CPU's 128-bit carry-less multiplication issues every other
+// cycle; on the Intel cores the kernel is for it issues every cycle, which no CPU at hand
+// could measure), so decoding gains nothing here, while encoding runs 1.6-1.8 times as fast
+// as without a kernel: the checksum's work is done beside the copy instead of after it.
+//
+// Without any kernel (the purego tag, other architectures, an amd64 CPU without AVX2 or
+// PCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s, and runs after the copy (after each
+// piece that brings 8 KiB or more unfolded, while the bytes are in the near caches) instead
+// of beside it; two processes with purego measured, apart / interleaved, encode 0.30-0.38 /
+// 0.43-0.50 (1 KiB) and 0.40-0.43 / 0.63-0.72 (64 KiB), decode 0.48-0.53 / 0.62-0.69 (1 KiB)
+// and 0.66 / 0.84-1.08 (64 KiB): under the target, which these paths cannot meet while the
+// checksum alone takes longer than the copy.
 //
 // This machine's two vCPUs slow down by turns, by up to a third for code bound by the CPU
 // (the checksum alone: 12-14 µs per MiB on one, 18-19 µs on the other, in the same minute)

@@ -45,8 +45,11 @@ var recordKernel = crc32c.Vector()
 // In both modes written is -1 if a record changed while it was being written (a racing
 // writer): its bytes disagree with the size the kernel wrote for it.
 func encodeRecords(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int) {
-	if crc32c.Kernel() == "avx2" {
+	switch crc32c.Kernel() {
+	case "avx2":
 		return encodeRecordsY(acc, dst, w, end, recs, metas)
+	case "pclmul":
+		return encodeRecordsP(acc, dst, w, end, recs, metas)
 	}
 	return encodeRecords512(acc, dst, w, end, recs, metas)
 }
@@ -59,6 +62,12 @@ func encodeRecords512(acc *[256]byte, dst *byte, w, end int, recs []Record, meta
 
 //go:noescape
 func encodeRecordsY(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
+
+// encodeRecordsP (encode_pclmul_amd64.s) is encodeRecordsY with crc32c's pclmul kernel's
+// fold, for CPUs without VPCLMULQDQ.
+//
+//go:noescape
+func encodeRecordsP(acc *[256]byte, dst *byte, w, end int, recs []Record, metas []recMeta) (written, folded, metered, done int)
 
 // sizeRecords sizes recs as recordSize and frameLead do and fills metas for encodeRecords,
 // as many records as both slices hold, stopping before the first record with an empty

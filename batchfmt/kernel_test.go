@@ -5,14 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/crc32c"
 )
 
+// kernelEnv names the environment variable that selects the checksum kernel (and the record
+// kernel that goes with it) for the whole of this package's tests and benchmarks, one of
+// crc32c.Kernels: SLUICE_TEST_KERNEL=pclmul runs everything on the kernel for CPUs without
+// VPCLMULQDQ, which GODEBUG cannot select on a CPU that has it.
+const kernelEnv = "SLUICE_TEST_KERNEL"
+
+func init() {
+	name := os.Getenv(kernelEnv)
+	if name == "" {
+		return
+	}
+	if _, err := crc32c.SetKernel(name); err != nil {
+		panic(fmt.Sprintf("%s=%s: %v", kernelEnv, name, err))
+	}
+	recordKernel = name != "none"
+}
+
 // eachKernel runs f as a subtest under each checksum kernel this CPU runs
-// (crc32c.Kernels), with the record kernel that goes with it: AVX-512, AVX2, or none (the
-// portable path).
+// (crc32c.Kernels), with the record kernel that goes with it: AVX-512, AVX2, pclmul, or
+// none (the portable path).
 func eachKernel(t *testing.T, f func(*testing.T)) {
 	was := recordKernel
 	defer func() { recordKernel = was }()
@@ -25,6 +43,16 @@ func eachKernel(t *testing.T, f func(*testing.T)) {
 		t.Run(name, f)
 		restore()
 	}
+}
+
+// kernelSlackInUse is how far past its end the record kernel in use may write: kernelSlack
+// for AVX-512's (its tails are stored whole), nothing for the AVX2 and pclmul kernels'
+// copies (encode_copy_avx2_amd64.h) or the portable path.
+func kernelSlackInUse() int {
+	if crc32c.Kernel() == "avx512" {
+		return kernelSlack
+	}
+	return 0
 }
 
 // TestRecordKernelMatchesGo encodes the same random appends with the record kernel and with

@@ -21,7 +21,7 @@ VERSITYGW_VERSION=v1.8.0
 RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=(install_s2_sdk)
-POST_TEST_STEPS=(test_purego test_avx2)
+POST_TEST_STEPS=(test_purego test_avx2 test_pclmul)
 GO_TEST_FLAGS=(-count=1 -timeout=12m)
 
 log() { printf '\n==> %s\n' "$*"; }
@@ -57,6 +57,21 @@ test_purego() {
 test_avx2() {
 	log "go test with GODEBUG=cpu.avx512f=off (AVX2 kernels, where the CPU has them)"
 	GODEBUG=cpu.avx512f=off go test "${GO_TEST_FLAGS[@]}" ./internal/crc32c/... ./batchfmt/...
+}
+
+# The pclmul kernels (128-bit carry-less multiplication, for CPUs without VPCLMULQDQ), which
+# GODEBUG cannot select on a CPU that has VPCLMULQDQ: batchfmt's tests read SLUICE_TEST_KERNEL
+# (crc32c's tests run every kernel the CPU has anyway).
+test_pclmul() {
+	log "go test ./batchfmt with SLUICE_TEST_KERNEL=pclmul (the kernels for CPUs without VPCLMULQDQ)"
+	local flag
+	for flag in avx2 pclmulqdq sse4_1 sse4_2 bmi2; do
+		if ! grep -qw "$flag" /proc/cpuinfo 2>/dev/null; then
+			warn "no $flag in /proc/cpuinfo: the pclmul kernels cannot run here, SKIPPED"
+			return 0
+		fi
+	done
+	SLUICE_TEST_KERNEL=pclmul go test "${GO_TEST_FLAGS[@]}" ./batchfmt/...
 }
 
 install_versitygw() {

@@ -12,9 +12,10 @@ import (
 var level = detectLevel()
 
 // runs reports whether the CPU has what kernel l needs: AVX-512 (F, VL, BW) with VPCLMULQDQ
-// for 512-bit registers, AVX2 with VPCLMULQDQ for 256-bit ones; both also PCLMULQDQ,
-// SSE4.1 and SSE4.2 (the CRC32 instruction) for the reduction, and BMI2 for batchfmt's record
-// kernels, which fold into a Folder's State.
+// for 512-bit registers, AVX2 with VPCLMULQDQ for 256-bit ones, AVX2 alone for the pclmul
+// kernel (128-bit multiplications in the VEX encoding, and batchfmt's 256-bit copies); all
+// also PCLMULQDQ, SSE4.1 and SSE4.2 (the CRC32 instruction) for the reduction, and BMI2 for
+// batchfmt's record kernels, which fold into a Folder's State.
 func runs(l int) bool {
 	base := cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE41 && cpu.X86.HasSSE42 && cpu.X86.HasBMI2
 	switch l {
@@ -22,6 +23,8 @@ func runs(l int) bool {
 		return base && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VPCLMULQDQ
 	case levelAVX2:
 		return base && cpu.X86.HasAVX2 && hasVPCLMULQDQ()
+	case levelPCLMUL:
+		return base && cpu.X86.HasAVX2
 	}
 	return l == levelNone
 }
@@ -91,38 +94,60 @@ func foldBlocksY(acc *[256]byte, p []byte)
 //go:noescape
 func reduceBlockY(acc *[256]byte) uint32
 
+// updateVectorP, foldBlocksP and reduceBlockP are the pclmul kernels (FOLDP in
+// fold_amd64.h): the AVX2 kernels' work with the 128-bit carry-less multiplication, for CPUs
+// without VPCLMULQDQ. The state's layout is the AVX2 kernels'.
+//
+//go:noescape
+func updateVectorP(crc uint32, p []byte) uint32
+
+//go:noescape
+func foldBlocksP(acc *[256]byte, p []byte)
+
+//go:noescape
+func reduceBlockP(acc *[256]byte) uint32
+
 // updateVector folds p into crc, which is the running value already inverted (as the
 // CRC32 instruction keeps it), and returns the new running value with the number of bytes
 // folded: all of p but its last len(p) % 256 bytes. len(p) must be at least 256.
 func updateVector(crc uint32, p []byte) (uint32, int) {
 	n := len(p) &^ 255
-	if level == levelAVX512 {
+	switch level {
+	case levelAVX512:
 		return updateVectorZ(crc, p[:n]), n
+	case levelAVX2:
+		return updateVectorY(crc, p[:n]), n
 	}
-	return updateVectorY(crc, p[:n]), n
+	return updateVectorP(crc, p[:n]), n
 }
 
 // foldBlocks folds each 256-byte block of p into acc, a Folder's State. len(p) must be a
 // multiple of 256.
 func foldBlocks(acc *[256]byte, p []byte) {
-	if level == levelAVX512 {
+	switch level {
+	case levelAVX512:
 		foldBlocks512(acc, p)
-	} else {
+	case levelAVX2:
 		foldBlocksY(acc, p)
+	default:
+		foldBlocksP(acc, p)
 	}
 }
 
 // reduceBlock reduces the accumulators to the 32-bit running value (inverted, as
 // updateVector's).
 func reduceBlock(acc *[256]byte) uint32 {
-	if level == levelAVX512 {
+	switch level {
+	case levelAVX512:
 		return reduceBlock512(acc)
+	case levelAVX2:
+		return reduceBlockY(acc)
 	}
-	return reduceBlockY(acc)
+	return reduceBlockP(acc)
 }
 
-// Kernels lists the kernels this CPU can run, widest first: some of "avx512" and "avx2",
-// then "none".
+// Kernels lists the kernels this CPU can run, widest first: some of "avx512", "avx2" and
+// "pclmul", then "none".
 func Kernels() []string {
 	var names []string
 	for l := levelAVX512; l >= levelNone; l-- {

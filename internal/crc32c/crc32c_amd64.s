@@ -348,6 +348,103 @@ TEXT ·reduceBlockY(SB), NOSPLIT, $0-12
 	MOVL AX, ret+8(FP)
 	RET
 
+// The pclmul kernels (FOLDP in fold_amd64.h): FOLDH's work on 128-bit registers.
+
+// FOLDLANES folds the 128-bit accumulator src by the distance whose constant is in X0 into
+// dst; X13 is scratch.
+#define FOLDLANES(src, dst) \
+	VPCLMULQDQ $0x11, X0, src, X13; \
+	VPCLMULQDQ $0x00, X0, src, src; \
+	VPXOR      X13, dst, dst; \
+	VPXOR      src, dst, dst
+
+// REDUCEP reduces the pclmul state to the 32-bit running value in AX, as REDUCEH does FOLDH's:
+// the lanes of the segment at 0 into those at 64, those into 128, those into 192, by 512 bits
+// each; then as REDUCEH from its low and high lane of the last segment. Clobbers X0-X5, X13,
+// R8 and the state.
+#define REDUCEP \
+	VMOVDQU k512<>(SB), X0; \
+	FOLDLANES(X1, X2); \
+	FOLDLANES(X9, X10); \
+	FOLDLANES(X2, X3); \
+	FOLDLANES(X10, X11); \
+	FOLDLANES(X3, X4); \
+	FOLDLANES(X11, X12); \
+	VMOVDQA X4, X1; \
+	VMOVDQA X12, X2; \
+	VMOVDQU k128<>(SB), X0; \
+	FOLDX(X2); \
+	VPXOR   X2, X2, X2; \
+	FOLDX(X2); \
+	VPXOR   X2, X2, X2; \
+	FOLDX(X2); \
+	VMOVD   X14, R8; \
+	VZEROUPPER; \
+	BARRETT; \
+	XORL    R8, AX
+
+// func updateVectorP(crc uint32, p []byte) uint32
+// updateVector with the pclmul kernel: len(p) a multiple of 256. The running value joins
+// the first block as a CRC32 segment's result would.
+TEXT ·updateVectorP(SB), NOSPLIT, $0-36
+	MOVL    crc+0(FP), AX
+	MOVQ    p_base+8(FP), SI
+	MOVQ    p_len+16(FP), CX
+	VMOVD   AX, X14
+	VPXOR   X1, X1, X1
+	VPXOR   X2, X2, X2
+	VPXOR   X3, X3, X3
+	VPXOR   X4, X4, X4
+	VPXOR   X9, X9, X9
+	VPXOR   X10, X10, X10
+	VPXOR   X11, X11, X11
+	VPXOR   X12, X12, X12
+	VMOVDQU k2048<>(SB), X0
+	TESTQ   CX, CX
+	JZ      doneP
+
+loopP:
+	FOLDP(SI)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JNZ  loopP
+
+doneP:
+	REDUCEP
+	MOVL AX, ret+32(FP)
+	RET
+
+// func foldBlocksP(acc *[256]byte, p []byte)
+// foldBlocks with the pclmul kernel.
+TEXT ·foldBlocksP(SB), NOSPLIT, $0-32
+	MOVQ    acc+0(FP), DI
+	MOVQ    p_base+8(FP), SI
+	MOVQ    p_len+16(FP), CX
+	LOADACCP(DI)
+	VMOVDQU k2048<>(SB), X0
+	TESTQ   CX, CX
+	JZ      foldDoneP
+
+foldLoopP:
+	FOLDP(SI)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JNZ  foldLoopP
+
+foldDoneP:
+	STOREACCP(DI)
+	VZEROUPPER
+	RET
+
+// func reduceBlockP(acc *[256]byte) uint32
+// reduceBlock with the pclmul kernel.
+TEXT ·reduceBlockP(SB), NOSPLIT, $0-12
+	MOVQ acc+0(FP), DI
+	LOADACCP(DI)
+	REDUCEP
+	MOVL AX, ret+8(FP)
+	RET
+
 // func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -29,7 +29,7 @@ func testMatchesStdlib(t *testing.T) {
 		}
 	}
 	// Every length around the kernel's thresholds and block sizes, at several alignments.
-	for n := 0; n <= 3*MinVectorLen; n++ {
+	for n := 0; n <= 3*minVectorLen[levelPCLMUL]; n++ {
 		check(n%61, n, 0)
 	}
 	for i := 0; i < 2000; i++ {

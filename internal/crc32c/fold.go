@@ -107,7 +107,8 @@ func (f *Folder) SumAfter(prefix uint32, tail []byte) uint32 {
 // State returns the Folder's vector accumulators, for a package that folds blocks in its own
 // assembly kernel (batchfmt's record encoders), in the layout of the kernel Kernel names:
 // four unreduced 512-bit accumulators (avx512), or four 256-bit ones and a 32-bit CRC
-// (avx2; see fold_amd64.h), all zero for an empty stream. After folding n more bytes into
+// (avx2, and pclmul, which keeps each 256-bit accumulator as two 128-bit ones in the same
+// bytes; see fold_amd64.h), all zero for an empty stream. After folding n more bytes into
 // them, the caller reports it with Advance(n). Only for use when Vector() is true.
 func (f *Folder) State() *[256]byte { return &f.acc }
 

@@ -155,3 +155,72 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 	VMOVDQU Y3, 64(reg); \
 	VMOVDQU Y4, 96(reg); \
 	VMOVD   X14, 128(reg)
+
+// The pclmul kernels' fold, for CPUs with AVX2 and PCLMULQDQ but not VPCLMULQDQ (Intel from
+// Haswell to Cascade Lake, AMD Zen 1 and 2): FOLDH with each 256-bit accumulator kept as
+// two 128-bit ones, folded by the 128-bit carry-less multiplication. The block is cut as
+// FOLDH cuts it, and the state is laid out in memory as FOLDH's, lane for lane:
+//
+//	offset  0       16      32      48      64      80      96      112     128
+//	        | X1    | X9    | X2    | X10   | X3    | X11   | X4    | X12   | X14 |
+//
+// X1 and X9 fold the segment at 0 of each block (FOLDH's Y1), X2 and X10 the segment at 64,
+// X3 and X11 the one at 128, X4 and X12 the one at 192; X14 is the last CRC32 segment's
+// result. Each lane folds by 2048 bits (constant k2048, low 128 bits, in X0). The CRC32
+// instruction then takes half of each block, as in FOLDH: on the CPUs this kernel is for, it
+// and the multiplication issue once a cycle each, on different units.
+
+// FOLDLANE folds the 128-bit accumulator acc by the distance whose constant is in X0 and adds
+// the 16 bytes at off(base); X13 is scratch.
+#define FOLDLANE(acc, base, off) \
+	VPCLMULQDQ $0x11, X0, acc, X13; \
+	VPCLMULQDQ $0x00, X0, acc, acc; \
+	VPXOR      off(base), X13, X13; \
+	VPXOR      X13, acc, acc
+
+// FOLDP folds the 256-byte block at base into X1-X4, X9-X12 and X14 as described above.
+// X13, X15 and AX are scratch.
+#define FOLDP(base) \
+	FOLDLANE(X1, base, 0); \
+	VPXOR      X14, X1, X1; \
+	FOLDLANE(X9, base, 16); \
+	CRCSEG(base, 32); \
+	VMOVD      AX, X15; \
+	FOLDLANE(X2, base, 64); \
+	VPXOR      X15, X2, X2; \
+	FOLDLANE(X10, base, 80); \
+	CRCSEG(base, 96); \
+	VMOVD      AX, X15; \
+	FOLDLANE(X3, base, 128); \
+	VPXOR      X15, X3, X3; \
+	FOLDLANE(X11, base, 144); \
+	CRCSEG(base, 160); \
+	VMOVD      AX, X15; \
+	FOLDLANE(X4, base, 192); \
+	VPXOR      X15, X4, X4; \
+	FOLDLANE(X12, base, 208); \
+	CRCSEG(base, 224); \
+	VMOVD      AX, X14
+
+// LOADACCP and STOREACCP move the pclmul state from and to the 256 bytes at reg.
+#define LOADACCP(reg) \
+	VMOVDQU (reg), X1; \
+	VMOVDQU 16(reg), X9; \
+	VMOVDQU 32(reg), X2; \
+	VMOVDQU 48(reg), X10; \
+	VMOVDQU 64(reg), X3; \
+	VMOVDQU 80(reg), X11; \
+	VMOVDQU 96(reg), X4; \
+	VMOVDQU 112(reg), X12; \
+	VMOVD   128(reg), X14
+
+#define STOREACCP(reg) \
+	VMOVDQU X1, (reg); \
+	VMOVDQU X9, 16(reg); \
+	VMOVDQU X2, 32(reg); \
+	VMOVDQU X10, 48(reg); \
+	VMOVDQU X3, 64(reg); \
+	VMOVDQU X11, 80(reg); \
+	VMOVDQU X4, 96(reg); \
+	VMOVDQU X12, 112(reg); \
+	VMOVD   X14, 128(reg)

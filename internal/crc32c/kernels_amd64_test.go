@@ -25,7 +25,7 @@ func TestKernelsAPI(t *testing.T) {
 			t.Fatalf("SetKernel(%q) accepted", name)
 		}
 	}
-	for _, name := range []string{"avx512", "avx2"} {
+	for _, name := range []string{"avx512", "avx2", "pclmul"} {
 		if slices.Contains(ks, name) {
 			continue
 		}
@@ -51,17 +51,18 @@ func TestKernelsAPI(t *testing.T) {
 
 // TestKernelsFollowGODEBUG runs this test binary again with features turned off through
 // GODEBUG, and requires Kernels to list only what golang.org/x/sys/cpu then reports: with
-// AVX2 off, no AVX2 kernel, even on a CPU with AVX-512 (where it would be detected first).
+// AVX2 off, neither the AVX2 kernel nor the pclmul one (whose copies are on 256-bit
+// registers), even on a CPU with AVX-512 (where it would be detected first).
 func TestKernelsFollowGODEBUG(t *testing.T) {
 	if os.Getenv("CRC32C_TEST_CHILD") == "1" {
 		t.Logf("GODEBUG=%s: AVX2 %v, AVX-512 %v, kernels %v", os.Getenv("GODEBUG"), cpu.X86.HasAVX2, cpu.X86.HasAVX512F, Kernels())
-		if !cpu.X86.HasAVX2 && slices.Contains(Kernels(), "avx2") {
+		if !cpu.X86.HasAVX2 && (slices.Contains(Kernels(), "avx2") || slices.Contains(Kernels(), "pclmul")) {
 			t.Fatalf("AVX2 is off but Kernels() = %v", Kernels())
 		}
 		if !cpu.X86.HasAVX512F && slices.Contains(Kernels(), "avx512") {
 			t.Fatalf("AVX-512 is off but Kernels() = %v", Kernels())
 		}
-		for _, name := range []string{"avx512", "avx2"} {
+		for _, name := range []string{"avx512", "avx2", "pclmul"} {
 			if _, err := SetKernel(name); err == nil && !slices.Contains(Kernels(), name) {
 				t.Fatalf("SetKernel(%q) accepted, Kernels() = %v", name, Kernels())
 			}
