@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -161,7 +163,20 @@ func reportRecords(b *testing.B, records int) {
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
+// logKernel prints, once per process, which kernels the benchmarks run on, as a
+// configuration line beside goos and cpu (benchstat reads "key: value" lines so): the
+// figures differ by kernel, and SLUICE_TEST_KERNEL (kernel_test.go) or GODEBUG may have
+// chosen another than the CPU's widest.
+func logKernel(*testing.B) {
+	kernelOnce.Do(func() {
+		fmt.Printf("kernel: %s (cpu runs %s; record kernel %v)\n", crc32c.Kernel(), strings.Join(crc32c.Kernels(), " "), recordKernel)
+	})
+}
+
+var kernelOnce sync.Once
+
 func BenchmarkEncode(b *testing.B) {
+	logKernel(b)
 	for _, size := range benchBodySizes {
 		for _, layout := range benchLayouts {
 			benchEncode(b, layout, size)
@@ -233,6 +248,7 @@ func gatherRecords(dst []byte, ins []AppendInput) []byte {
 // that the last few runs did not, as a producer does, where BenchmarkEncode reads the same,
 // cache-warm input every time.
 func BenchmarkEncodeFresh(b *testing.B) {
+	logKernel(b)
 	const freshInputs = 4
 	for _, layout := range benchLayouts {
 		var sets [freshInputs][]AppendInput
@@ -268,6 +284,7 @@ func BenchmarkEncodeFresh(b *testing.B) {
 }
 
 func BenchmarkDecode(b *testing.B) {
+	logKernel(b)
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		for _, c := range []Compression{CompressionNone, CompressionZstd} {
@@ -345,6 +362,7 @@ func BenchmarkCRC32C(b *testing.B) {
 // operation's own MB/s and records/s; uncompressed encode also reports "gather-ratio",
 // against the gather reference (see above). Encode runs on both layouts (see above).
 func BenchmarkRatio(b *testing.B) {
+	logKernel(b)
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		wire := wireLayout(ins)
