@@ -161,7 +161,8 @@ func Kernels() []string {
 // SetKernel selects a kernel by its Kernel name, for tests and benchmarks that compare
 // kernels, and returns a function that restores the one selected before. The kernel must be
 // one Kernels lists. It must not be called while any checksum is being computed, and a
-// Folder must be used from Reset to Sum under one kernel: their states differ.
+// Folder must be used from Reset to Sum under one kernel: their states differ (but for avx2
+// and pclmul, which share one layout).
 func SetKernel(name string) (restore func(), err error) {
 	for l := levelAVX512; l >= levelNone; l-- {
 		if kernelNames[l] == name && runs(l) {

@@ -3,6 +3,8 @@
 package crc32c
 
 import (
+	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/sluice-dev/sluice/internal/testseed"
 )
 
 // TestKernelsAPI checks Kernels and SetKernel: the kernel in use first, none last, every
@@ -80,5 +84,46 @@ func TestKernelsFollowGODEBUG(t *testing.T) {
 			t.Fatalf("GODEBUG=%s: %v\n%s", godebug, err, out)
 		}
 		t.Logf("GODEBUG=%s:\n%s", godebug, out)
+	}
+}
+
+// TestPCLMULSharesAVX2State checks what fold_amd64.h says of the pclmul kernel's state: the
+// AVX2 kernel's layout, byte for byte. Blocks folded under either kernel, in any mix, reduce
+// under either to the checksum.
+func TestPCLMULSharesAVX2State(t *testing.T) {
+	ks := Kernels()
+	if !slices.Contains(ks, "avx2") || !slices.Contains(ks, "pclmul") {
+		t.Skipf("this CPU runs %v", ks)
+	}
+	seed := testseed.Get(t)
+	r := rand.New(rand.NewPCG(seed, 77))
+	pick := func() string { return []string{"avx2", "pclmul"}[r.IntN(2)] }
+	was := Kernel()
+	defer func() {
+		if _, err := SetKernel(was); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for round := 0; round < 200; round++ {
+		src := make([]byte, r.IntN(16<<10))
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		var f Folder
+		off := 0
+		for off+BlockSize <= len(src) && r.IntN(8) != 0 {
+			if _, err := SetKernel(pick()); err != nil {
+				t.Fatal(err)
+			}
+			n := (1 + r.IntN((len(src)-off)/BlockSize)) * BlockSize
+			f.Blocks(src[off : off+n])
+			off += n
+		}
+		if _, err := SetKernel(pick()); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := f.Sum(src[off:]), crc32.Checksum(src, table); got != want {
+			t.Fatalf("round %d: %d bytes, %d folded, summed under %s: %#x, want %#x", round, len(src), off, Kernel(), got, want)
+		}
 	}
 }
