@@ -267,6 +267,34 @@ shiftDone:
 	VPXOR      X5, reg, reg; \
 	VPXOR      reg, X1, X1
 
+// REDUCETAIL ends REDUCEH and REDUCEP, from the last segment's two lanes, X1 (low) and X2
+// (high): X1 into X2 by 128 bits; that lane past the 32 bytes of the last segment, which
+// stand as zeros; then BARRETT, and the last segment's own result (X14) joins. Clobbers
+// X0-X5, R8 and the upper state.
+#define REDUCETAIL \
+	VMOVDQU k128<>(SB), X0; \
+	FOLDX(X2); \
+	VPXOR   X2, X2, X2; \
+	FOLDX(X2); \
+	VPXOR   X2, X2, X2; \
+	FOLDX(X2); \
+	VMOVD   X14, R8; \
+	VZEROUPPER; \
+	BARRETT; \
+	XORL    R8, AX
+
+// FOLDLOOP folds the CX bytes at SI (a multiple of 256), a block at a time, with FOLD;
+// loop and done are labels of the caller's.
+#define FOLDLOOP(FOLD, loop, done) \
+	TESTQ CX, CX; \
+	JZ    done; \
+loop: \
+	FOLD(SI); \
+	ADDQ  $256, SI; \
+	SUBQ  $256, CX; \
+	JNZ   loop; \
+done:
+
 // REDUCEH reduces the state in Y1-Y4 and X14 to the 32-bit running value in AX: Y1 into Y2,
 // Y3 and Y4 by 512 bits each (the 64-byte period of the folded segments); Y4's low lane into
 // its high one; that lane past the 32 bytes of the last segment, which stand as zeros; then
@@ -279,16 +307,7 @@ shiftDone:
 	FOLDY(Y3, Y4); \
 	VEXTRACTI128 $1, Y4, X2; \
 	VMOVDQA      X4, X1; \
-	VMOVDQU      k128<>(SB), X0; \
-	FOLDX(X2); \
-	VPXOR        X2, X2, X2; \
-	FOLDX(X2); \
-	VPXOR        X2, X2, X2; \
-	FOLDX(X2); \
-	VMOVD        X14, R8; \
-	VZEROUPPER; \
-	BARRETT; \
-	XORL         R8, AX
+	REDUCETAIL
 
 // func updateVectorY(crc uint32, p []byte) uint32
 // updateVector with the AVX2 kernel: len(p) a multiple of 256. The running value joins
@@ -303,16 +322,7 @@ TEXT ·updateVectorY(SB), NOSPLIT, $0-36
 	VPXOR   Y3, Y3, Y3
 	VPXOR   Y4, Y4, Y4
 	VMOVDQU k2048<>(SB), Y0
-	TESTQ   CX, CX
-	JZ      doneY
-
-loopY:
-	FOLDH(SI)
-	ADDQ $256, SI
-	SUBQ $256, CX
-	JNZ  loopY
-
-doneY:
+	FOLDLOOP(FOLDH, loopY, doneY)
 	REDUCEH
 	MOVL AX, ret+32(FP)
 	RET
@@ -325,16 +335,7 @@ TEXT ·foldBlocksY(SB), NOSPLIT, $0-32
 	MOVQ    p_len+16(FP), CX
 	LOADACCH(DI)
 	VMOVDQU k2048<>(SB), Y0
-	TESTQ   CX, CX
-	JZ      foldDoneY
-
-foldLoopY:
-	FOLDH(SI)
-	ADDQ $256, SI
-	SUBQ $256, CX
-	JNZ  foldLoopY
-
-foldDoneY:
+	FOLDLOOP(FOLDH, foldLoopY, foldDoneY)
 	STOREACCH(DI)
 	VZEROUPPER
 	RET
@@ -372,16 +373,7 @@ TEXT ·reduceBlockY(SB), NOSPLIT, $0-12
 	FOLDLANES(X11, X12); \
 	VMOVDQA X4, X1; \
 	VMOVDQA X12, X2; \
-	VMOVDQU k128<>(SB), X0; \
-	FOLDX(X2); \
-	VPXOR   X2, X2, X2; \
-	FOLDX(X2); \
-	VPXOR   X2, X2, X2; \
-	FOLDX(X2); \
-	VMOVD   X14, R8; \
-	VZEROUPPER; \
-	BARRETT; \
-	XORL    R8, AX
+	REDUCETAIL
 
 // func updateVectorP(crc uint32, p []byte) uint32
 // updateVector with the pclmul kernel: len(p) a multiple of 256. The running value joins
@@ -400,16 +392,7 @@ TEXT ·updateVectorP(SB), NOSPLIT, $0-36
 	VPXOR   X11, X11, X11
 	VPXOR   X12, X12, X12
 	VMOVDQU k2048<>(SB), X0
-	TESTQ   CX, CX
-	JZ      doneP
-
-loopP:
-	FOLDP(SI)
-	ADDQ $256, SI
-	SUBQ $256, CX
-	JNZ  loopP
-
-doneP:
+	FOLDLOOP(FOLDP, loopP, doneP)
 	REDUCEP
 	MOVL AX, ret+32(FP)
 	RET
@@ -422,16 +405,7 @@ TEXT ·foldBlocksP(SB), NOSPLIT, $0-32
 	MOVQ    p_len+16(FP), CX
 	LOADACCP(DI)
 	VMOVDQU k2048<>(SB), X0
-	TESTQ   CX, CX
-	JZ      foldDoneP
-
-foldLoopP:
-	FOLDP(SI)
-	ADDQ $256, SI
-	SUBQ $256, CX
-	JNZ  foldLoopP
-
-foldDoneP:
+	FOLDLOOP(FOLDP, foldLoopP, foldDoneP)
 	STOREACCP(DI)
 	VZEROUPPER
 	RET
