@@ -1,7 +1,5 @@
 package crc32c
 
-import "hash/crc32"
-
 // BlockSize is the unit in which a Folder takes bytes.
 const BlockSize = 256
 
@@ -40,7 +38,7 @@ func (f *Folder) Blocks(p []byte) {
 	if level != levelNone {
 		foldBlocks(&f.acc, p)
 	} else {
-		f.crc = crc32.Update(f.crc, table, p)
+		f.crc = updateScalar(f.crc, p)
 	}
 	f.n += len(p)
 }

@@ -1,0 +1,22 @@
+package crc32c
+
+// mulTable multiplies CRC registers by one constant modulo P, a byte at a time: the product
+// is linear in the register, so it is the XOR of the products of its four bytes, each
+// looked up.
+type mulTable [4][256]uint32
+
+// newMulTable returns the table that multiplies by k (reflected, as mulModP's operands).
+func newMulTable(k uint32) *mulTable {
+	t := new(mulTable)
+	for j := range t {
+		for b := range t[j] {
+			t[j][b] = mulModP(k, uint32(b)<<(8*j))
+		}
+	}
+	return t
+}
+
+// mul returns reg·k mod P.
+func (t *mulTable) mul(reg uint32) uint32 {
+	return t[0][reg&0xFF] ^ t[1][reg>>8&0xFF] ^ t[2][reg>>16&0xFF] ^ t[3][reg>>24]
+}
