@@ -9,8 +9,12 @@ type mulTable [4][256]uint32
 func newMulTable(k uint32) *mulTable {
 	t := new(mulTable)
 	for j := range t {
-		for b := range t[j] {
-			t[j][b] = mulModP(k, uint32(b)<<(8*j))
+		for b := 1; b < 256; b++ {
+			if low := b & -b; low == b {
+				t[j][b] = mulModP(k, uint32(b)<<(8*j)) // one bit: multiply
+			} else {
+				t[j][b] = t[j][b^low] ^ t[j][low] // more: the XOR of its parts (linearity)
+			}
 		}
 	}
 	return t
