@@ -497,3 +497,34 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 		t.Fatalf("before %v; delete said %v; left %v, want only %s", before, del, after, late)
 	}
 }
+
+// TestMissingBucketIsNotAMissingStream: on an S3 bucket that does not exist, commands that
+// find no manifest must name the bucket, not suggest creating the stream (which would fail
+// with NoSuchBucket too).
+func TestMissingBucketIsNotAMissingStream(t *testing.T) {
+	raw := os.Getenv("SLUICE_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SLUICE_TEST_S3_URL is not set and CI=true")
+		}
+		t.Skip("SLUICE_TEST_S3_URL not set")
+	}
+	loc, err := objectstore.ParseURL(raw)
+	if err != nil || loc.Scheme != "s3" {
+		t.Fatalf("SLUICE_TEST_S3_URL=%q: want an s3:// URL (%v)", raw, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	missing := strings.Replace(raw, "s3://"+loc.Bucket, "s3://no-such-bucket-"+hex.EncodeToString(b[:]), 1)
+	dir := t.TempDir()
+	for _, args := range [][]string{{"read", "s"}, {"tail", "s"}, {"inspect", "s"}} {
+		r := sluice(t, dir, "", nil, append(args, "--store", missing)...)
+		if r.code == 0 {
+			t.Errorf("sluice %v on a missing bucket: exit 0", args)
+			continue
+		}
+		if !strings.Contains(r.stderr, "NoSuchBucket") || !strings.Contains(r.stderr, "does not create buckets") || strings.Contains(r.stderr, "create it with") {
+			t.Errorf("sluice %v on a missing bucket: stderr %q, want NoSuchBucket and the bucket hint, not the stream hint", args, r.stderr)
+		}
+	}
+}

@@ -123,6 +123,11 @@ func (e *libEnv) streamErr(name string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, manifest.ErrNotExist):
+		if perr := e.probe(); perr != nil {
+			// Not this stream's absence but the store's: an S3 bucket that does not exist
+			// answers a missing object the same way.
+			return fmt.Errorf("%s: %w%s", e.where(name), perr, bucketHint(perr))
+		}
 		hint := "sluice stream create " + shellQuote(name)
 		if b := e.basinName(); b != "" {
 			hint += " --basin " + b
@@ -136,6 +141,15 @@ func (e *libEnv) streamErr(name string, err error) error {
 		return fmt.Errorf("%s: corrupt manifest: %w", e.where(name), err)
 	}
 	return fmt.Errorf("%s: %w%s", e.where(name), err, bucketHint(err))
+}
+
+// probe lists one key of the store, to tell a missing stream from a store that cannot be
+// listed at all (an S3 bucket that does not exist, say), and returns the listing's error.
+func (e *libEnv) probe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := e.store.List(ctx, "", "", 1)
+	return err
 }
 
 // bucketHint suggests a fix for a store error that says the S3 bucket does not exist.
