@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,11 +121,24 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	newDir := ""
+	if loc, err := objectstore.ParseURL(storeURL(g.store)); err == nil && loc.Scheme == "file" {
+		if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
+			newDir = loc.Dir
+		}
+	}
 	store, err := openStore(ctx, g.store)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	switch {
+	case newDir != "" && g.store == defaultStore:
+		log.Info("created the default store directory", "dir", newDir)
+	case newDir != "":
+		// A daemon may start on a new store, but a mistyped path should not pass unseen.
+		log.Warn("the store directory did not exist: serving a new, empty store", "dir", newDir)
+	}
 	store = objectstore.Instrument(store, newStoreMetrics(reg))
 
 	ecfg := engine.DefaultConfig()

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,5 +21,50 @@ func TestServeGCGracePeriodErrorNamesFlag(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "--gc-grace-period") {
 		t.Errorf("serve --gc-grace-period 48h: stderr %q does not name --gc-grace-period", strings.TrimSpace(r.stderr))
+	}
+}
+
+// TestServeWarnsOfNewStoreDir: serve may start on a store directory that does not exist yet
+// (it makes it), but warns that it serves a new, empty store, so that a mistyped --store is
+// seen; an existing directory gets no such warning.
+func TestServeWarnsOfNewStoreDir(t *testing.T) {
+	dir := t.TempDir()
+	logs := func(store string) string {
+		cmd := exec.Command(sluiceBin, "serve", "--listen", "127.0.0.1:0", "--store", store)
+		cmd.Dir = dir
+		cmd.Env = cleanEnv()
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "sluice serving") {
+				break
+			}
+		}
+		_ = cmd.Process.Signal(os.Interrupt)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("serve --store %s: %v\n%s", store, err, out.String())
+		}
+		return out.String()
+	}
+	typo := filepath.Join(dir, "typo-dir")
+	if out := logs(typo); !strings.Contains(out, "did not exist") || !strings.Contains(out, typo) {
+		t.Errorf("serve on a new directory: no warning naming it in\n%s", out)
+	}
+	if _, err := os.Stat(typo); err != nil {
+		t.Errorf("serve did not make the store directory: %v", err)
+	}
+	if out := logs(typo); strings.Contains(out, "did not exist") {
+		t.Errorf("serve on an existing directory warned:\n%s", out)
 	}
 }
