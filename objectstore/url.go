@@ -111,23 +111,28 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "<unparsable URL>"
 	}
+	changed := false
 	if u.User != nil {
 		u.User = url.User("REDACTED")
+		changed = true
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		u.RawQuery = "<unparsable query>"
 		return u.String()
 	}
-	changed := false
+	queryChanged := false
 	for k := range q {
 		lk := strings.ToLower(k)
 		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password") {
 			q.Set(k, "REDACTED")
-			changed = true
+			queryChanged = true
 		}
 	}
-	if changed {
+	if !changed && !queryChanged {
+		return raw // as given: u.String() would drop the "//" of a URL without a host
+	}
+	if queryChanged {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()

@@ -34,7 +34,8 @@ func newReadCmd(g *globals) *cobra.Command {
 
 Start (at most one; default --seq-num 0):
   --seq-num N       at seq_num N (past the tail: an error naming the tail, unless --clamp)
-  --timestamp MS    at the first record whose timestamp is >= MS
+  --timestamp MS    at the first record whose timestamp is >= MS (none: at the tail, so
+                    without --follow nothing is read; the daemon's API answers 416 there)
   --tail-offset N   N records before the tail (--tail-offset 0: only new records)
 A start below the trim point (or below what retention kept) starts at the first readable
 record.
