@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
@@ -41,11 +42,14 @@ func apiError(err error) error {
 	case errors.Is(err, batchfmt.ErrInvalid):
 		return err
 	case errors.Is(err, ErrBasinNotFound):
-		return &s2api.Error{Code: s2api.CodeBasinNotFound, Message: err.Error(), Err: err}
+		return &s2api.Error{Code: s2api.CodeBasinNotFound, Message: strings.TrimPrefix(err.Error(), "engine: "), Err: err}
 	case errors.Is(err, manifest.ErrNotExist):
 		return &s2api.Error{Code: s2api.CodeStreamNotFound, Message: "stream not found", Err: err}
-	case errors.Is(err, ErrBasinExists), errors.Is(err, manifest.ErrExists):
-		return &s2api.Error{Code: s2api.CodeResourceAlreadyExists, Message: err.Error(), Err: err}
+	case errors.Is(err, ErrBasinExists):
+		return &s2api.Error{Code: s2api.CodeResourceAlreadyExists, Message: strings.TrimPrefix(err.Error(), "engine: "), Err: err}
+	case errors.Is(err, manifest.ErrExists):
+		// Not err's text: it names the manifest's key in the store, which is no client's business.
+		return &s2api.Error{Code: s2api.CodeResourceAlreadyExists, Message: "stream already exists", Err: err}
 	case errors.Is(err, catalog.ErrInvalidName), errors.Is(err, manifest.ErrInvalidConfig), errors.Is(err, manifest.ErrTimestampRequired):
 		return &s2api.Error{Code: s2api.CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrClosed), errors.Is(err, producer.ErrClosed):

@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/s2api"
+)
+
+// TestAPIErrorMessages: the messages clients see name the basin or say what exists, without
+// the engine's package prefix or the manifest's key in the store.
+func TestAPIErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code s2api.Code
+		want string
+	}{
+		{fmt.Errorf("%w: %q", ErrBasinNotFound, "my-basin"), s2api.CodeBasinNotFound, `basin not found: "my-basin"`},
+		{fmt.Errorf("%w: %q", ErrBasinExists, "my-basin"), s2api.CodeResourceAlreadyExists, `basin already exists: "my-basin"`},
+		{fmt.Errorf("%w: basins/my-basin/streams/s1/manifest", manifest.ErrExists), s2api.CodeResourceAlreadyExists, "stream already exists"},
+	} {
+		var ae *s2api.Error
+		if !errors.As(apiError(tc.err), &ae) {
+			t.Fatalf("apiError(%v) is not an *s2api.Error", tc.err)
+		}
+		if ae.Code != tc.code || ae.Message != tc.want || strings.Contains(ae.Message, "engine:") || strings.Contains(ae.Message, "manifest") {
+			t.Errorf("apiError(%v) = %s %q, want %s %q", tc.err, ae.Code, ae.Message, tc.code, tc.want)
+		}
+	}
+}
