@@ -528,3 +528,39 @@ func TestMissingBucketIsNotAMissingStream(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthWithAuthHidesStoreError: /health stays open under --auth-token, so its 503 must
+// not show the store's error (which names bucket, prefix and endpoint), only its class; the
+// error goes to the log.
+func TestHealthWithAuthHidesStoreError(t *testing.T) {
+	raw := os.Getenv("SLUICE_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SLUICE_TEST_S3_URL is not set and CI=true")
+		}
+		t.Skip("SLUICE_TEST_S3_URL not set")
+	}
+	loc, err := objectstore.ParseURL(raw)
+	if err != nil || loc.Scheme != "s3" {
+		t.Fatalf("SLUICE_TEST_S3_URL=%q: want an s3:// URL (%v)", raw, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	bucket := "no-such-bucket-" + hex.EncodeToString(b[:])
+	missing := strings.Replace(raw, "s3://"+loc.Bucket, "s3://"+bucket, 1)
+	for _, auth := range []bool{false, true} {
+		args := []string{"--store", missing}
+		if auth {
+			args = append(args, "--auth-token", "tok")
+		}
+		base := startServe(t, t.TempDir(), nil, args...)
+		code, body := httpGet(t, base+"/health")
+		if code != 503 || !strings.Contains(body, "store unavailable") {
+			t.Fatalf("auth %v: /health = %d %q, want 503 store unavailable", auth, code, body)
+		}
+		// The full error (S3's NoSuchBucket, request ids, the key listed) only without auth.
+		if full := strings.Contains(body, "NoSuchBucket"); full == auth || auth && (strings.Contains(body, bucket) || strings.Contains(body, "RequestID")) {
+			t.Errorf("auth %v: /health body %q", auth, body)
+		}
+	}
+}

@@ -47,7 +47,8 @@ func newServeCmd(g *globals) *cobra.Command {
 It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--tls-key):
   /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions);
              the same routes are also served without the /v1 prefix
-  /health    200 "ok" while the store answers, 503 otherwise
+  /health    200 "ok" while the store answers, 503 otherwise (with the store's error, or
+             with --auth-token only its class, the error going to the log)
   /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
@@ -198,6 +199,13 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		hctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if _, err := store.List(hctx, "", "", 1); err != nil {
+			if f.authToken != "" {
+				// /health is open to all; with the API closed to strangers, its answer must
+				// not name the bucket, prefix or endpoint: the error goes to the log instead.
+				log.Warn("health check: store unavailable", slog.Any("err", err))
+				http.Error(w, "store unavailable ("+objectstore.ErrorClass(err)+"; the daemon's log has the error)", http.StatusServiceUnavailable)
+				return
+			}
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
