@@ -341,6 +341,7 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkCRC32C shows the checksum's share of the uncompressed paths: the package's
 // checksum (internal/crc32c) and the standard library's, over 1 MiB.
 func BenchmarkCRC32C(b *testing.B) {
+	logKernel(b)
 	buf := make([]byte, 1<<20)
 	b.Run("crc32c", func(b *testing.B) {
 		b.SetBytes(int64(len(buf)))

@@ -177,11 +177,12 @@
 // interleaved: encode 0.53-0.55 / 0.90-1.02 (1 KiB) and 0.68-0.72 / 1.17-1.23 (64 KiB),
 // decode 0.50-0.51 / 0.89-0.90 (1 KiB) and 0.70-0.72 / 1.20-1.27 (64 KiB); in the same
 // processes without any kernel, encode 0.30-0.34 / 0.45-0.53 and 0.41-0.45 / 0.67-0.73,
-// decode 0.49-0.77 / 0.76-0.77 and 0.68-0.69 / 1.10-1.15. Its checksum runs here at
+// decode 0.49-0.77 / 0.76-0.77 and 0.68-0.69 / 1.10-1.15. Its checksum runs here at about
 // hash/crc32's speed (this CPU's 128-bit carry-less multiplication issues every other
-// cycle; on the Intel cores the kernel is for it issues every cycle, which no CPU at hand
-// could measure), so decoding gains nothing here, while encoding runs 1.6-1.8 times as fast
-// as without a kernel: the checksum's work is done beside the copy instead of after it.
+// cycle, as on Haswell and AMD Zen 1 and 2 by published tables; on Intel from Broadwell to
+// Cascade Lake it issues every cycle, which no CPU at hand could measure), so decoding gains
+// little here (run apart, nothing), while encoding runs 1.6-1.8 times as fast as without a
+// kernel: the checksum's work is done beside the copy instead of after it.
 //
 // Without any kernel (the purego tag, other architectures, an amd64 CPU without AVX2 or
 // PCLMULQDQ), the checksum is hash/crc32's, at 25 GB/s (on arm64, three CRC32CX chains of

@@ -1,5 +1,5 @@
 // Scalar macros shared by the record kernels (encode_amd64.s for AVX-512, encode_avx2_amd64.s
-// for AVX2): frame lengths and sizes. Register roles as in encodeRecords.
+// for AVX2, encode_pclmul_amd64.s for AVX2 without VPCLMULQDQ): frame lengths and sizes. Register roles as in encodeRecords.
 
 // PUTLEN writes the length in reg at R9 as 2 big-endian bytes, or as the escape 0xFFFF and
 // 4 bytes when it is 0xFFFF or more, and moves R9 past it.

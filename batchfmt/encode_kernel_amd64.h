@@ -1,5 +1,6 @@
-// The body of the record kernels, encodeRecords512 (encode_amd64.s) and encodeRecordsY
-// (encode_avx2_amd64.s), which include it right after their TEXT lines; it is documented
+// The body of the record kernels, encodeRecords512 (encode_amd64.s), encodeRecordsY
+// (encode_avx2_amd64.s) and encodeRecordsP (encode_pclmul_amd64.s), which include it right
+// after their TEXT lines; it is documented
 // there. Each defines first: LOADSTATE and STORESTATE, which move the checksum state from and
 // to the Folder state at DI (and load the fold constant); COPY(l256, lfold, l64, ltail, l16,
 // l8, l4, l1, ladvance, done), which copies R12 bytes from R11 to R9 and folds the blocks

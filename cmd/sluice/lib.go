@@ -29,6 +29,7 @@ import (
 // libEnv is what a library-mode command works with: the store, the logger and the stream
 // namespace (--basin).
 type libEnv struct {
+	ctx   context.Context // the command's: ends on SIGINT/SIGTERM
 	g     *globals
 	basin *string
 	store objectstore.Store
@@ -62,7 +63,7 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &libEnv{g: g, basin: basin, store: s, log: log}, nil
+	return &libEnv{ctx: ctx, g: g, basin: basin, store: s, log: log}, nil
 }
 
 // openStream is openLib followed by locate: the commands that work on one stream start so.
@@ -123,7 +124,7 @@ func (e *libEnv) streamErr(name string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, manifest.ErrNotExist):
-		if perr := e.probe(); perr != nil {
+		if perr := e.probe(); perr != nil && e.ctx.Err() == nil {
 			// Not this stream's absence but the store's: an S3 bucket that does not exist
 			// answers a missing object the same way.
 			return fmt.Errorf("%s: %w%s", e.where(name), perr, bucketHint(perr))
@@ -144,9 +145,10 @@ func (e *libEnv) streamErr(name string, err error) error {
 }
 
 // probe lists one key of the store, to tell a missing stream from a store that cannot be
-// listed at all (an S3 bucket that does not exist, say), and returns the listing's error.
+// listed at all (an S3 bucket that does not exist, say), and returns the listing's error. It
+// ends with the command (SIGINT), or after 30 seconds.
 func (e *libEnv) probe() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	_, err := e.store.List(ctx, "", "", 1)
 	return err

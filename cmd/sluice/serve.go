@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -195,14 +196,18 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 
 	mux := http.NewServeMux()
+	var healthLogged atomic.Int64 // when the last failed check was logged (Unix ns)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		hctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if _, err := store.List(hctx, "", "", 1); err != nil {
 			if f.authToken != "" {
 				// /health is open to all; with the API closed to strangers, its answer must
-				// not name the bucket, prefix or endpoint: the error goes to the log instead.
-				log.Warn("health check: store unavailable", slog.Any("err", err))
+				// not name the bucket, prefix or endpoint: the error goes to the log instead,
+				// at most once a minute however often a prober asks.
+				if now, last := time.Now().UnixNano(), healthLogged.Load(); now-last >= int64(time.Minute) && healthLogged.CompareAndSwap(last, now) {
+					log.Warn("health check: store unavailable (logged at most once a minute)", slog.Any("err", err))
+				}
 				http.Error(w, "store unavailable ("+objectstore.ErrorClass(err)+"; the daemon's log has the error)", http.StatusServiceUnavailable)
 				return
 			}

@@ -28,15 +28,18 @@
 // Lake, among them most of the cloud's Skylake and Cascade Lake servers; AMD Zen 1 and 2),
 // the pclmul kernel does the AVX2 kernel's work with the 128-bit carry-less multiplication
 // (FOLDP in fold_amd64.h), half of each block beside the CRC32 instruction's half. Where
-// the multiplication issues once a cycle, as on those Intel cores, that is up to twice
-// hash/crc32's speed (not measured here: no such CPU was at hand). On the development
-// machine, whose 128-bit multiplication issues every other cycle, it runs at hash/crc32's
-// speed (27 against 25 GB/s over 1 MiB); what it gains there is batchfmt's record kernel
-// for such CPUs, which folds while it copies.
+// the multiplication issues once a cycle (Intel from Broadwell to Cascade Lake, by published
+// instruction tables), that is up to twice hash/crc32's speed; not measured, as no such CPU
+// was at hand. Where it issues every other cycle (Haswell and AMD Zen 1 and 2 by those
+// tables, and the development machine), it runs at about hash/crc32's speed (on the
+// development machine, pinned to one vCPU, 27 against 25 GB/s over 1 MiB in two runs; at
+// other times both ran at 19-21), and what it gains is batchfmt's record kernel for such
+// CPUs, which folds while it copies.
 //
 // Inputs shorter than MinVectorLen (4 KiB for the pclmul kernel), and the last bytes of
 // longer ones (fewer than 256), go to hash/crc32. Kernel names the kernel in use; every
-// vector kernel also needs PCLMULQDQ, SSE4.1, SSE4.2, AVX2 and BMI2 (for batchfmt's).
+// vector kernel also needs PCLMULQDQ, SSE4.1, SSE4.2 and BMI2 (for batchfmt's), and the
+// AVX2 and pclmul kernels AVX2.
 //
 // The purego build tag, or a CPU without those features, selects hash/crc32 alone, with one
 // exception on arm64: there hash/crc32 runs the CRC32CX instruction in a single chain, each

@@ -13,7 +13,8 @@ var level = detectLevel()
 
 // runs reports whether the CPU has what kernel l needs: AVX-512 (F, VL, BW) with VPCLMULQDQ
 // for 512-bit registers, AVX2 with VPCLMULQDQ for 256-bit ones, AVX2 alone for the pclmul
-// kernel (128-bit multiplications in the VEX encoding, and batchfmt's 256-bit copies); all
+// kernel (its VEX encoding and batchfmt's 256-bit copies need only AVX; asking for AVX2 keeps
+// it to the CPUs it was written for, Haswell and later, Zen and later); all
 // also PCLMULQDQ, SSE4.1 and SSE4.2 (the CRC32 instruction) for the reduction, and BMI2 for
 // batchfmt's record kernels, which fold into a Folder's State.
 func runs(l int) bool {

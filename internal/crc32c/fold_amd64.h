@@ -1,8 +1,8 @@
-// The folds of internal/crc32c's kernels (crc32c_amd64.s), the Folder's two of which
-// batchfmt's record kernels (encode_amd64.s, encode_avx2_amd64.s) share: FOLD4, four 512-bit
-// accumulators, 256 bytes per step (the AVX-512 Folder's); FOLDZ (AVX-512 Update's) and FOLDH
-// (AVX2, Update's and the Folder's), each half on the carry-less multiplication and half on
-// the CRC32 instruction. Each fold constant pair is, for a fold distance of D bits,
+// The folds of internal/crc32c's kernels (crc32c_amd64.s), the Folder's three of which
+// batchfmt's record kernels (encode_amd64.s, encode_avx2_amd64.s, encode_pclmul_amd64.s)
+// share: FOLD4, four 512-bit accumulators, 256 bytes per step (the AVX-512 Folder's); FOLDZ
+// (AVX-512 Update's), FOLDH (AVX2, Update's and the Folder's) and FOLDP (pclmul, the same),
+// each half on the carry-less multiplication and half on the CRC32 instruction. Each fold constant pair is, for a fold distance of D bits,
 // x^(D+32) mod P (low qword) and x^(D-32) mod P (high qword), bit-reflected and shifted left
 // by one; TestConstants (crc32c_test.go) derives it from the polynomial and checks it.
 
@@ -167,8 +167,12 @@ GLOBL k2048<>(SB), RODATA|NOPTR, $64
 // X1 and X9 fold the segment at 0 of each block (FOLDH's Y1), X2 and X10 the segment at 64,
 // X3 and X11 the one at 128, X4 and X12 the one at 192; X14 is the last CRC32 segment's
 // result. Each lane folds by 2048 bits (constant k2048, low 128 bits, in X0). The CRC32
-// instruction then takes half of each block, as in FOLDH: on the CPUs this kernel is for, it
-// and the multiplication issue once a cycle each, on different units.
+// instruction then takes half of each block, as in FOLDH. Where the multiplication issues
+// once a cycle beside the CRC32 instruction, on other units (Intel from Broadwell to Cascade
+// Lake, by published instruction tables), that halves the checksum's time; where it issues
+// every other cycle (Haswell and AMD Zen 1 and 2 by those tables, and the development
+// machine, measured), the checksum runs at the CRC32 instruction's speed, and what is gained
+// is batchfmt's record kernel folding while it copies.
 
 // FOLDLANE folds the 128-bit accumulator acc by the distance whose constant is in X0 and adds
 // the 16 bytes at off(base); X13 is scratch.
