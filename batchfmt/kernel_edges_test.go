@@ -82,6 +82,18 @@ func TestRecordKernelEveryLength(t *testing.T) {
 // was written against hash/crc32, the frames against the portable heads and bodies, and
 // that nothing past end (plus kernelSlack for AVX-512; nothing at all for AVX2, as
 // encode_avx2_amd64.s says) was written.
+// portableFrames returns the frames of recs as the portable path writes them (appendHead, then
+// the body), which every record kernel must write byte for byte.
+func portableFrames(recs []Record) []byte {
+	var frames []byte
+	for i := range recs {
+		m, w, cmd := recordSize(&recs[i])
+		frames = appendHead(frames, &recs[i], m, w-len(recs[i].Body), cmd)
+		frames = append(frames, recs[i].Body...)
+	}
+	return frames
+}
+
 func TestEncodeRecordsDirect(t *testing.T) {
 	eachKernel(t, func(t *testing.T) {
 		if !recordKernel {
@@ -102,13 +114,7 @@ func TestEncodeRecordsDirect(t *testing.T) {
 				rec.Body = randBytes(r, pieceLen(r))
 				recs = append(recs, rec)
 			}
-			// The portable frames.
-			var want []byte
-			for i := range recs {
-				m, w, cmd := recordSize(&recs[i])
-				want = appendHead(want, &recs[i], m, w-len(recs[i].Body), cmd)
-				want = append(want, recs[i].Body...)
-			}
+			want := portableFrames(recs)
 			metas, wire := kernelMetas(recs)
 			if wire != len(want) {
 				t.Fatalf("wire %d, frames %d", wire, len(want))

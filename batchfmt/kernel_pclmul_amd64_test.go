@@ -34,12 +34,7 @@ func TestPCLMULRecordKernelOnAVX2State(t *testing.T) {
 			rec.Body = randBytes(r, r.IntN(5000))
 			recs = append(recs, rec)
 		}
-		var want []byte
-		for i := range recs {
-			m, w, cmd := recordSize(&recs[i])
-			want = appendHead(want, &recs[i], m, w-len(recs[i].Body), cmd)
-			want = append(want, recs[i].Body...)
-		}
+		want := portableFrames(recs)
 		metas, wire := kernelMetas(recs)
 		pre := 256 * (1 + r.IntN(8))
 		w := r.IntN(600)

@@ -498,10 +498,10 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 	}
 }
 
-// TestMissingBucketIsNotAMissingStream: on an S3 bucket that does not exist, commands that
-// find no manifest must name the bucket, not suggest creating the stream (which would fail
-// with NoSuchBucket too).
-func TestMissingBucketIsNotAMissingStream(t *testing.T) {
+// missingBucketURL returns SLUICE_TEST_S3_URL with its bucket replaced by a random one that
+// does not exist, and that bucket's name. It skips t without the variable (fails under CI).
+func missingBucketURL(t *testing.T) (string, string) {
+	t.Helper()
 	raw := os.Getenv("SLUICE_TEST_S3_URL")
 	if raw == "" {
 		if os.Getenv("CI") == "true" {
@@ -515,7 +515,15 @@ func TestMissingBucketIsNotAMissingStream(t *testing.T) {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	missing := strings.Replace(raw, "s3://"+loc.Bucket, "s3://no-such-bucket-"+hex.EncodeToString(b[:]), 1)
+	bucket := "no-such-bucket-" + hex.EncodeToString(b[:])
+	return strings.Replace(raw, "s3://"+loc.Bucket, "s3://"+bucket, 1), bucket
+}
+
+// TestMissingBucketIsNotAMissingStream: on an S3 bucket that does not exist, commands that
+// find no manifest must name the bucket, not suggest creating the stream (which would fail
+// with NoSuchBucket too).
+func TestMissingBucketIsNotAMissingStream(t *testing.T) {
+	missing, _ := missingBucketURL(t)
 	dir := t.TempDir()
 	for _, args := range [][]string{{"read", "s"}, {"tail", "s"}, {"inspect", "s"}} {
 		r := sluice(t, dir, "", nil, append(args, "--store", missing)...)
@@ -533,21 +541,7 @@ func TestMissingBucketIsNotAMissingStream(t *testing.T) {
 // not show the store's error (which names bucket, prefix and endpoint), only its class; the
 // error goes to the log.
 func TestHealthWithAuthHidesStoreError(t *testing.T) {
-	raw := os.Getenv("SLUICE_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SLUICE_TEST_S3_URL is not set and CI=true")
-		}
-		t.Skip("SLUICE_TEST_S3_URL not set")
-	}
-	loc, err := objectstore.ParseURL(raw)
-	if err != nil || loc.Scheme != "s3" {
-		t.Fatalf("SLUICE_TEST_S3_URL=%q: want an s3:// URL (%v)", raw, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	bucket := "no-such-bucket-" + hex.EncodeToString(b[:])
-	missing := strings.Replace(raw, "s3://"+loc.Bucket, "s3://"+bucket, 1)
+	missing, bucket := missingBucketURL(t)
 	for _, auth := range []bool{false, true} {
 		args := []string{"--store", missing}
 		if auth {
