@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
 // backend is a store the end-to-end tests run every command against.
@@ -502,17 +503,7 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 // does not exist, and that bucket's name. It skips t without the variable (fails under CI).
 func missingBucketURL(t *testing.T) (string, string) {
 	t.Helper()
-	raw := os.Getenv("SLUICE_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SLUICE_TEST_S3_URL is not set and CI=true")
-		}
-		t.Skip("SLUICE_TEST_S3_URL not set")
-	}
-	loc, err := objectstore.ParseURL(raw)
-	if err != nil || loc.Scheme != "s3" {
-		t.Fatalf("SLUICE_TEST_S3_URL=%q: want an s3:// URL (%v)", raw, err)
-	}
+	raw, loc := storetest.S3URL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	bucket := "no-such-bucket-" + hex.EncodeToString(b[:])

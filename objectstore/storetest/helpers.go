@@ -31,11 +31,10 @@ func File(t testing.TB) objectstore.Store {
 // Credentials come from the standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, ...).
 const EnvS3URL = "SLUICE_TEST_S3_URL"
 
-// S3 returns a store on the S3-compatible server named by SLUICE_TEST_S3_URL, under a prefix
-// unique to this test (the URL's prefix, then the test name and a random suffix). It creates
-// the bucket if it does not exist. When t ends, it deletes every object under the prefix and
-// closes the store. If SLUICE_TEST_S3_URL is unset it skips t, unless CI=true, when it fails t.
-func S3(t testing.TB) objectstore.Store {
+// S3URL returns SLUICE_TEST_S3_URL and its parsed form, for a test that needs the URL itself.
+// If the variable is unset it skips t, unless CI=true, when it fails t, as it does for a URL
+// that is not an s3:// one.
+func S3URL(t testing.TB) (string, objectstore.Location) {
 	t.Helper()
 	raw := os.Getenv(EnvS3URL)
 	if raw == "" {
@@ -51,6 +50,16 @@ func S3(t testing.TB) objectstore.Store {
 	if loc.Scheme != "s3" {
 		t.Fatalf("%s=%q: want an s3:// URL", EnvS3URL, raw)
 	}
+	return raw, loc
+}
+
+// S3 returns a store on the S3-compatible server named by SLUICE_TEST_S3_URL, under a prefix
+// unique to this test (the URL's prefix, then the test name and a random suffix). It creates
+// the bucket if it does not exist. When t ends, it deletes every object under the prefix and
+// closes the store. If SLUICE_TEST_S3_URL is unset it skips t, unless CI=true, when it fails t.
+func S3(t testing.TB) objectstore.Store {
+	t.Helper()
+	_, loc := S3URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	base, err := objectstore.NewS3Store(ctx, loc.S3Config())
