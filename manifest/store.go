@@ -121,7 +121,8 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 }
 
 // LoadWithRetry is Load retrying plain failures with backoff (up to 20 attempts or until
-// ctx ends); ErrNotExist, corruption and ErrUnsupportedVersion are returned at once.
+// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion and a missing bucket
+// (objectstore.ErrNoBucket) are returned at once.
 func LoadWithRetry(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
 	return loadRetrying(ctx, store, path, b)
 }
@@ -341,15 +342,15 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
 }
 
-// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption or ctx) with
-// backoff.
+// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket
+// or ctx) with backoff.
 func loadRetrying(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
 	for attempt := 0; ; attempt++ {
 		snap, err := Load(ctx, store, path)
 		if err == nil {
 			return snap, nil
 		}
-		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || ctx.Err() != nil || attempt >= 20 {
+		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) || ctx.Err() != nil || attempt >= 20 {
 			return nil, err
 		}
 		if serr := b.Sleep(ctx, attempt); serr != nil {

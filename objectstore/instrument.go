@@ -38,8 +38,8 @@ func (f ObserverFunc) ObserveOp(e OpEvent) { f(e) }
 
 // ErrorClass returns a short, stable label for err, for metrics: "" for nil, then
 // "not_found", "precondition_failed", "not_modified", "outcome_unknown", "invalid_key",
-// "closed", "corrupt", "conditions_unsupported", "inconsistent", "injected", "canceled",
-// "deadline", or "other".
+// "closed", "corrupt", "conditions_unsupported", "inconsistent", "no_bucket", "injected",
+// "canceled", "deadline", or "other".
 func ErrorClass(err error) string {
 	switch {
 	case err == nil:
@@ -62,6 +62,8 @@ func ErrorClass(err error) string {
 		return "conditions_unsupported"
 	case errors.Is(err, ErrInconsistent):
 		return "inconsistent"
+	case errors.Is(err, ErrNoBucket):
+		return "no_bucket"
 	case errors.Is(err, ErrInjected):
 		return "injected"
 	case errors.Is(err, context.Canceled):

@@ -94,6 +94,7 @@ func TestErrorClass(t *testing.T) {
 		"precondition_failed":    objectstore.ErrPreconditionFailed,
 		"inconsistent":           objectstore.NewOpError("put", "k", objectstore.ErrInconsistent, errors.New("404")),
 		"conditions_unsupported": objectstore.NewOpError("put", "k", objectstore.ErrConditionsUnsupported, nil),
+		"no_bucket":              objectstore.NewOpError("list", "", objectstore.ErrNoBucket, errors.New("NoSuchBucket")),
 	}
 	for want, err := range cases {
 		if got := objectstore.ErrorClass(err); got != want {

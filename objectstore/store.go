@@ -79,6 +79,11 @@ var (
 	// manifest's writers retry without a word: a plain failure, which they log and count,
 	// and retry in case the server repairs itself.
 	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
+	// ErrNoBucket: the S3 bucket does not exist. Not ErrNotFound, so that a missing bucket
+	// is never taken for a missing object (a stream that was never created, say). A HEAD
+	// cannot tell the two apart (its 404 has no body), so Head reports ErrNotFound either
+	// way; Get, Put, Delete and List report ErrNoBucket.
+	ErrNoBucket = errors.New("objectstore: bucket does not exist")
 )
 
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for

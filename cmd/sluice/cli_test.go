@@ -547,5 +547,8 @@ func TestHealthWithAuthHidesStoreError(t *testing.T) {
 		if full := strings.Contains(body, "NoSuchBucket"); full == auth || auth && (strings.Contains(body, bucket) || strings.Contains(body, "RequestID")) {
 			t.Errorf("auth %v: /health body %q", auth, body)
 		}
+		if auth && !strings.Contains(body, "(no_bucket;") {
+			t.Errorf("auth: /health body %q does not give the error's class, no_bucket", body)
+		}
 	}
 }

@@ -156,7 +156,7 @@ func (e *libEnv) probe() error {
 
 // bucketHint suggests a fix for a store error that says the S3 bucket does not exist.
 func bucketHint(err error) string {
-	if err != nil && strings.Contains(err.Error(), "NoSuchBucket") {
+	if errors.Is(err, objectstore.ErrNoBucket) {
 		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
 	}
 	return ""

@@ -1,0 +1,64 @@
+package objectstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
+)
+
+// TestS3NoBucket: on the real server, every operation on a bucket that does not exist
+// reports ErrNoBucket (class no_bucket), never ErrNotFound: a missing bucket must not read
+// as a missing object, nor a Delete of one as done. Head alone cannot tell (a HEAD's 404 has
+// no body), as ErrNoBucket's doc says.
+func TestS3NoBucket(t *testing.T) {
+	_, loc := storetest.S3URL(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	loc.Bucket = "no-such-bucket-" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, trust := range []bool{false, true} {
+		cfg := loc.S3Config()
+		cfg.TrustConditionalWrites = trust
+		st, err := objectstore.NewS3Store(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ops := map[string]func() error{
+			"get":    func() error { _, err := st.Get(ctx, "k", objectstore.GetOptions{}); return err },
+			"list":   func() error { _, err := st.List(ctx, "", "", 0); return err },
+			"delete": func() error { return st.Delete(ctx, "k") },
+			"put": func() error {
+				_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.Unconditional())
+				return err
+			},
+			"put if absent": func() error {
+				_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.IfAbsent())
+				return err
+			},
+			"put if match": func() error {
+				_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.IfMatch(`"v"`))
+				return err
+			},
+		}
+		for name, op := range ops {
+			err := op()
+			if !errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrNotFound) || errors.Is(err, objectstore.ErrPreconditionFailed) {
+				t.Errorf("trust %v: %s on a missing bucket: %v, want ErrNoBucket alone", trust, name, err)
+			}
+			if c := objectstore.ErrorClass(err); c != "no_bucket" {
+				t.Errorf("trust %v: %s: class %q, want no_bucket", trust, name, c)
+			}
+		}
+		if _, err := st.Head(ctx, "k"); !errors.Is(err, objectstore.ErrNotFound) && !errors.Is(err, objectstore.ErrNoBucket) {
+			t.Errorf("trust %v: head on a missing bucket: %v, want ErrNotFound or ErrNoBucket", trust, err)
+		}
+	}
+}
