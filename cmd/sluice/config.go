@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,17 +45,33 @@ func applyConfig(cmd *cobra.Command) error {
 			}
 		}
 	}
+	// Two passes, so that the precedence holds across flags that exclude each other too: a
+	// flag given on the command line keeps the others of its group from taking a value from
+	// the environment or the file, and one set from the environment keeps them from taking
+	// one from the file.
 	var errs []string
-	onCommandLine := map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
+	set := map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	skip := func(f *pflag.Flag) bool {
+		return f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, set)
+	}
+	var fromEnv []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, onCommandLine) {
+		if skip(f) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if err := cmd.Flags().Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Sprintf("invalid value %q for --%s (from %s): %v", v, f.Name, envName(f.Name), err))
 			}
+			fromEnv = append(fromEnv, f.Name)
+		}
+	})
+	for _, name := range fromEnv {
+		set[name] = true
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if skip(f) {
 			return
 		}
 		if v, ok := fileVals[f.Name]; ok {
@@ -72,13 +89,31 @@ func applyConfig(cmd *cobra.Command) error {
 	return nil
 }
 
-// excludedBy reports whether a flag given on the command line is mutually exclusive with f
-// (cobra's MarkFlagsMutuallyExclusive, such as read's start positions): the command line
-// wins, so f takes no value from the environment or the config file.
-func excludedBy(f *pflag.Flag, onCommandLine map[string]bool) bool {
-	for _, group := range f.Annotations["cobra_annotation_mutually_exclusive"] {
+// exclusiveAnnotation marks flags that exclude each other where the command reports the
+// conflict itself, in its own words, instead of cobra's MarkFlagsMutuallyExclusive.
+const exclusiveAnnotation = "sluice_exclusive"
+
+// markExclusive records that the named flags of cmd exclude each other, for applyConfig's
+// precedence (see excludedBy); the command checks the conflict itself.
+func markExclusive(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		f := cmd.Flags().Lookup(n)
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[exclusiveAnnotation] = append(f.Annotations[exclusiveAnnotation], strings.Join(names, " "))
+	}
+}
+
+// excludedBy reports whether a flag already set at a stronger level (the command line, then
+// the environment) is mutually exclusive with f (cobra's MarkFlagsMutuallyExclusive, such as
+// read's start positions, or markExclusive): the stronger level wins, so f takes no value
+// from a weaker one.
+func excludedBy(f *pflag.Flag, set map[string]bool) bool {
+	groups := slices.Concat(f.Annotations["cobra_annotation_mutually_exclusive"], f.Annotations[exclusiveAnnotation])
+	for _, group := range groups {
 		for _, name := range strings.Fields(group) {
-			if name != f.Name && onCommandLine[name] {
+			if name != f.Name && set[name] {
 				return true
 			}
 		}

@@ -53,6 +53,61 @@ func TestConfigLayersForLibraryCommands(t *testing.T) {
 	}
 }
 
+// The precedence holds across flags that exclude each other: a flag on the command line
+// keeps the others of its group from taking a value from the environment or the file, and
+// one from the environment keeps them from taking one from the file. Values that conflict
+// at one level are still refused.
+func TestConfigLayersAcrossExclusiveFlags(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	infinite := write("infinite.yaml", "retention-infinite: true\n")
+	tailOffset := write("tail.yaml", "tail-offset: 1\n")
+	run := func(stdin string, env []string, args ...string) string {
+		t.Helper()
+		r := sluice(t, dir, stdin, env, append(args, "--store", store)...)
+		if r.code != 0 {
+			t.Fatalf("sluice %v (env %v): exit %d: %s", args, env, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	for i, c := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"SLUICE_RETENTION_INFINITE=true"}, nil},
+		{nil, []string{"--config", infinite}},
+		{[]string{"SLUICE_RETENTION_INFINITE=true"}, []string{"--config", infinite}},
+	} {
+		name := fmt.Sprintf("s%d", i)
+		out := run("", c.env, append([]string{"stream", "create", name, "--retention-age", "7d"}, c.args...)...)
+		if !strings.Contains(out, `"age": 604800`) {
+			t.Errorf("case %d: the command line's --retention-age did not win: %s", i, out)
+		}
+	}
+	out := run("", []string{"SLUICE_RETENTION_AGE=1h"}, "stream", "create", "e", "--config", infinite)
+	if !strings.Contains(out, `"age": 3600`) {
+		t.Errorf("the environment's retention age did not beat the file's retention-infinite: %s", out)
+	}
+	run("a\nb\nc\n", nil, "append", "s0")
+	if out := run("", []string{"SLUICE_SEQ_NUM=0"}, "read", "s0", "--config", tailOffset, "--format", "raw"); out != "a\nb\nc\n" {
+		t.Errorf("read with SLUICE_SEQ_NUM=0 and the file's tail-offset 1 = %q, want every record", out)
+	}
+	if out := run("", []string{"SLUICE_SEQ_NUM=0"}, "read", "s0", "--tail-offset", "1", "--format", "raw"); out != "c\n" {
+		t.Errorf("read with --tail-offset 1 and SLUICE_SEQ_NUM=0 = %q, want the last record", out)
+	}
+	r := sluice(t, dir, "", []string{"SLUICE_RETENTION_INFINITE=true", "SLUICE_RETENTION_AGE=1h"}, "stream", "create", "both", "--store", store)
+	if r.code == 0 || !strings.Contains(r.stderr, "exclude each other") {
+		t.Errorf("conflicting values from the environment: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 // SIGINT while stdin is still open: append stops reading, commits what it read, prints the
 // acks and exits 1.
 func TestAppendInterrupted(t *testing.T) {

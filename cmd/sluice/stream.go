@@ -55,6 +55,7 @@ func (f *configFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.tsUncapped, "timestamping-uncapped", false, "allow client timestamps later than the arrival time")
 	fl.Var(newDurationValue(&f.deleteOnEmpty, 0), "delete-on-empty-min-age", "delete the stream after it has been empty this long (0 disables)")
 	fl.BoolVar(&f.queueMode, "queue-mode", false, "drop records once every consumer group has acknowledged them")
+	markExclusive(cmd, "retention-age", "retention-infinite")
 }
 
 var configFlagNames = []string{"retention-age", "retention-infinite", "timestamping-mode", "timestamping-uncapped", "delete-on-empty-min-age", "queue-mode"}
