@@ -127,6 +127,13 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		return err
 	}
 	defer e.close()
+	if f.create && f.basin != "" {
+		// As stream create does: without the basin's marker, the daemon's API and gc do
+		// not see the basin's streams.
+		if err := ensureBasin(ctx, e, f.basin); err != nil {
+			return err
+		}
+	}
 	p, err := e.newProducer(ctx, st, f.create)
 	if err != nil {
 		return err

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -550,5 +552,33 @@ func TestHealthWithAuthHidesStoreError(t *testing.T) {
 		if auth && !strings.Contains(body, "(no_bucket;") {
 			t.Errorf("auth: /health body %q does not give the error's class, no_bucket", body)
 		}
+	}
+}
+
+// TestAppendCreateInBasin: append --create --basin makes the basin as stream create --basin
+// does, so that the daemon's API lists the basin and its stream (the basin had no marker,
+// and the API answered basin_not_found).
+func TestAppendCreateInBasin(t *testing.T) {
+	dir := t.TempDir()
+	if r := sluice(t, dir, "hello\n", nil, "append", "logs", "--basin", "appended-basin", "--create"); r.code != 0 {
+		t.Fatalf("append --create --basin: exit %d: %s", r.code, r.stderr)
+	}
+	base := startServe(t, dir, nil)
+	if code, body := httpGet(t, base+"/v1/basins"); code != 200 || !strings.Contains(body, `"appended-basin"`) {
+		t.Fatalf("GET /v1/basins = %d %s, want the appended basin", code, body)
+	}
+	req, err := http.NewRequest("GET", base+"/v1/streams", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("S2-Basin", "appended-basin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"logs"`) {
+		t.Fatalf("GET /v1/streams in the basin = %d %s, want the stream", resp.StatusCode, body)
 	}
 }
