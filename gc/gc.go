@@ -118,7 +118,10 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Stream names one stream: its manifest and the prefix of its batch objects.
+// Stream names one stream: its manifest and the prefix of its batch objects. The prefix must
+// be the stream's alone: a pass deletes the batch objects under it that the stream's manifest
+// does not reference (once older than the grace period), so a prefix shared with another
+// stream loses that stream's records.
 type Stream struct {
 	ManifestPath string
 	DataPrefix   string

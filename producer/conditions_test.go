@@ -387,6 +387,23 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// TestConfigSharedDataPrefix: a manifest path of its own beside the default data prefix is
+// refused, since two streams that share a data prefix delete each other's batch objects in
+// garbage collection; both set, or both left at their defaults, are fine.
+func TestConfigSharedDataPrefix(t *testing.T) {
+	c := DefaultConfig()
+	c.ObjectStore = objectstore.NewMemStore()
+	c.ManifestPath = "a/manifest"
+	err := c.Validate()
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `"ingest"`) || !strings.Contains(err.Error(), `"a/data"`) {
+		t.Fatalf("manifest path a/manifest beside the default data prefix: %v", err)
+	}
+	c.DataPathPrefix = "a/data"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("manifest path and data prefix both set: %v", err)
+	}
+}
+
 func counterValue(c prometheus.Metric) float64 {
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +22,12 @@ import (
 type Config struct {
 	// ObjectStore is where batch objects and the manifest live. Required.
 	ObjectStore objectstore.Store
-	// DataPathPrefix is the key prefix of batch objects. Default "ingest".
+	// DataPathPrefix is the key prefix of batch objects. Default "ingest". Each stream needs
+	// its own: the collector (package gc) deletes the objects under a stream's data prefix
+	// that its manifest does not reference, so two streams that share one delete each
+	// other's records. New refuses a ManifestPath other than the default beside the default
+	// DataPathPrefix, the easy way to get there (package catalog's layout, streams/NAME/manifest
+	// beside streams/NAME/data, keeps them apart).
 	DataPathPrefix string
 	// ManifestPath is the key of the stream's manifest. Default "ingest/manifest".
 	ManifestPath string
@@ -114,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
 		bad("manifest path: %v", err)
+	}
+	if def := DefaultConfig(); c.DataPathPrefix == def.DataPathPrefix && c.ManifestPath != def.ManifestPath {
+		bad("data path prefix is still the default %q while the manifest path is %q: give each stream a data prefix of its own (e.g. %q), since garbage collection deletes what a stream's manifest does not reference under its prefix", c.DataPathPrefix, c.ManifestPath, path.Join(path.Dir(c.ManifestPath), "data"))
 	}
 	if c.FlushInterval < 0 {
 		bad("flush interval %v must not be negative", c.FlushInterval)
