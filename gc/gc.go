@@ -134,7 +134,7 @@ type Report struct {
 	Listed         int  // objects listed
 	Referenced     int  // listed objects the manifest references
 	Young          int  // unreferenced objects younger than the grace period (kept)
-	Foreign        int  // listed keys that are neither batch nor segment objects (never touched)
+	Foreign        int  // listed keys that are neither batch nor segment objects, such as the manifest or ProbeKey (never touched)
 	Deleted        int  // objects deleted
 	DeleteErrors   int  // deletes that failed (retried next pass)
 	Wrapped        bool // a listing reached the end of its prefix and starts over next pass
@@ -413,20 +413,18 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		if wrappedData {
 			return nil // done in an earlier round of this pass
 		}
-		wrappedData, err = c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+		wrappedData, err = c.sweep(ctx, dataPrefix+"/", &st.dataAfter, &listBudget, rep, func(o objectstore.ObjectInfo) bool {
 			if strings.HasPrefix(o.Key, segPrefix) {
-				return // the segment sweep's
-			}
-			if o.Key == manifestPath || o.Key == ProbeKey(dataPrefix) {
-				return
+				return false // the segment sweep's, counted there
 			}
 			if !IsBatchKey(dataPrefix, o.Key) {
-				rep.Foreign++
-				return
+				rep.Foreign++ // the manifest and the clock probe among them
+				return true
 			}
 			if deletable(o) {
 				del(o.Key)
 			}
+			return true
 		})
 		return err
 	}
@@ -434,14 +432,15 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		if wrappedSeg {
 			return nil
 		}
-		wrappedSeg, err = c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) {
+		wrappedSeg, err = c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) bool {
 			if !IsSegmentKey(manifestPath, o.Key) {
 				rep.Foreign++
-				return
+				return true
 			}
 			if deletable(o) {
 				del(o.Key)
 			}
+			return true
 		})
 		return err
 	}
@@ -504,9 +503,10 @@ func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, lo
 	return nil
 }
 
-// sweep lists prefix after *after, within *budget objects, calling fn for each. It reports
-// whether the listing reached the end (the cursor is then reset for the next pass).
-func (c *Collector) sweep(ctx context.Context, prefix string, after *string, budget *int, rep *Report, fn func(objectstore.ObjectInfo)) (bool, error) {
+// sweep lists prefix after *after, within *budget objects, calling fn for each; an object
+// counts as listed in rep when fn says it is this sweep's. It reports whether the listing
+// reached the end (the cursor is then reset for the next pass).
+func (c *Collector) sweep(ctx context.Context, prefix string, after *string, budget *int, rep *Report, fn func(objectstore.ObjectInfo) bool) (bool, error) {
 	for *budget > 0 {
 		page, err := c.store.List(ctx, prefix, *after, min(*budget, 1000))
 		if err != nil {
@@ -514,10 +514,11 @@ func (c *Collector) sweep(ctx context.Context, prefix string, after *string, bud
 			return false, fmt.Errorf("gc: list %s: %w", prefix, err)
 		}
 		for _, o := range page.Objects {
-			rep.Listed++
-			c.m.listed.Inc()
 			*budget--
-			fn(o)
+			if fn(o) {
+				rep.Listed++
+				c.m.listed.Inc()
+			}
 			*after = o.Key
 		}
 		if page.NextStartAfter == "" {

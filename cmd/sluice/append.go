@@ -42,7 +42,8 @@ Formats (--format):
   raw      the line's bytes (without the '\n') are the record's body (the default)
   json     {"headers":[["name","value"]],"body":"...","timestamp":N}, strings in UTF-8;
            headers and timestamp may be left out; "seq_num" is ignored, so the output
-           of "sluice read" can be appended
+           of "sluice read --skip-commands" can be appended (without --skip-commands,
+           its fence and trim records are appended as commands and act on STREAM)
   base64   the line is the base64 of the body, or a JSON record as above whose header
            names, values and body are base64 (the output of "sluice read --format base64")
 
@@ -74,8 +75,8 @@ terminal, or with --progress.`,
 	f.cond.register(cmd)
 	fl.BoolVar(&f.create, "create", false, "create the stream (default configuration) if it does not exist")
 	fl.BoolVar(&f.progress, "progress", false, "report progress on stderr (default: when stderr is a terminal)")
-	fl.DurationVar(&f.progressInterval, "progress-interval", 2*time.Second, "how often --progress reports")
-	fl.DurationVar(&f.linger, "linger", 5*time.Millisecond, "how long an append waits for more lines (0 = send what is read at once)")
+	fl.Var(newDurationValue(&f.progressInterval, 2*time.Second), "progress-interval", "how often --progress reports")
+	fl.Var(newDurationValue(&f.linger, 5*time.Millisecond), "linger", "how long an append waits for more lines (0 = no waiting: each line is an append of its own)")
 	return cmd
 }
 

@@ -455,6 +455,10 @@ func TestHelpIsAccurate(t *testing.T) {
 			}
 		}
 	}
+	// stream config keeps the stream's value for a flag left out: it shows no default.
+	if r := sluice(t, dir, "", nil, "stream", "config", "--help"); strings.Contains(r.stdout, `(default "client-prefer")`) {
+		t.Errorf("stream config --help shows a default it does not apply:\n%s", r.stdout)
+	}
 }
 
 // TestStreamDeleteSparesLaterObjects: "stream delete" removes the objects the stream's

@@ -106,7 +106,7 @@ arrive: sluice read STREAM --tail-offset 0 --follow.`,
 	}
 	addBasinFlag(cmd, &basin)
 	cmd.Flags().BoolVar(&follow, "follow", false, "print the tail again whenever it changes, until interrupted")
-	cmd.Flags().DurationVar(&interval, "interval", time.Second, "with --follow, how often to check the tail")
+	cmd.Flags().Var(newDurationValue(&interval, time.Second), "interval", "with --follow, how often to check the tail")
 	return cmd
 }
 

@@ -74,12 +74,12 @@ and SLUICE_CONSUME_ATTEMPT (from 1).`,
 	fl.IntVar(&f.batch, "batch", 1, "most records piped to one run of the command (1 to 1000)")
 	fl.Var(newEnum(&f.format, "json", "json", "base64", "raw"), "format", "format of the records on the command's stdin: json, base64 or raw")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 5, "runs of the command for the same records before consume stops (0 = retry forever)")
-	fl.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry (doubles each retry)")
-	fl.DurationVar(&f.maxBackoff, "max-backoff", 30*time.Second, "longest wait between retries")
-	fl.BoolVar(&f.includeCommands, "include-commands", false, "pipe command records (fence, trim) too")
+	fl.Var(newDurationValue(&f.backoff, time.Second), "backoff", "wait before the first retry (doubles each retry)")
+	fl.Var(newDurationValue(&f.maxBackoff, 30*time.Second), "max-backoff", "longest wait between retries")
+	fl.BoolVar(&f.includeCommands, "include-commands", false, "pipe command records (fence, trim) too (with --format json or base64)")
 	fl.BoolVar(&f.stopAtTail, "stop-at-tail", false, "exit 0 once every record up to the tail is processed instead of following")
-	fl.DurationVar(&f.ackInterval, "ack-interval", time.Second, "how long acknowledgements may wait before they are written")
-	fl.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to wait for a running command")
+	fl.Var(newDurationValue(&f.ackInterval, time.Second), "ack-interval", "how long acknowledgements may wait before they are written")
+	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
 	return cmd
 }
 
@@ -110,6 +110,9 @@ func (f *consumeFlags) validate() error {
 	}
 	if f.stopTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --stop-timeout: must be positive", f.stopTimeout))
+	}
+	if f.includeCommands && f.format == "raw" {
+		errs = append(errs, errors.New("--include-commands needs --format json or base64: raw has no headers to mark a command record by"))
 	}
 	return errors.Join(errs...)
 }

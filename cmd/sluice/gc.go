@@ -45,7 +45,10 @@ delete_on_empty needs a collector that has watched a stream stay empty, so --onc
 deletes a stream.
 
 Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"referenced":N,
-"young":N,"foreign":N,"deleted":N,"delete_errors":N}. It exits 1 if any pass failed.`,
+"young":N,"foreign":N,"deleted":N,"delete_errors":N}: of the objects listed, those the
+manifest references, those too young to delete, those that are not batch or segment objects
+(such as gc's own clock probe, gc-probe; never touched), and those deleted or whose delete
+failed (retried next pass). It exits 1 if any pass failed.`,
 		Example: `  sluice gc --once
   sluice gc --once --store 's3://bucket/prefix?region=eu-west-1'`,
 		Args: cobra.NoArgs,
@@ -59,8 +62,8 @@ Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"refer
 	def := gc.DefaultConfig()
 	fl := cmd.Flags()
 	fl.BoolVar(&f.once, "once", false, "run one pass over every stream and exit (required)")
-	fl.DurationVar(&f.gracePeriod, "grace-period", def.GracePeriod, "delete unreferenced objects only when older than this (by the store's clock)")
-	fl.DurationVar(&f.keepRecent, "keep-recent", def.KeepRecent, "keep entries this long after their arrival even when retention covers them")
+	fl.Var(newDurationValue(&f.gracePeriod, def.GracePeriod), "grace-period", "delete unreferenced objects only when older than this (by the store's clock)")
+	fl.Var(newDurationValue(&f.keepRecent, def.KeepRecent), "keep-recent", "keep entries this long after their arrival even when retention covers them")
 	fl.IntVar(&f.maxList, "max-list", def.MaxListPerPass, "objects listed per round (a pass lists every object of a stream, round after round)")
 	fl.IntVar(&f.maxDeletes, "max-deletes", def.MaxDeletesPerPass, "most objects deleted per stream")
 	return cmd

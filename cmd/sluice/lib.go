@@ -52,10 +52,16 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 			return nil, fmt.Errorf("invalid value %q for --basin: %w", *basin, err)
 		}
 	}
-	if !g.createsStore && g.store != defaultStore {
+	if !g.createsStore {
 		if loc, err := objectstore.ParseURL(storeURL(g.store)); err == nil && loc.Scheme == "file" {
 			if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, or append --create, makes a new store)", redactURL(g.store), loc.Dir)
+				if g.store != defaultStore {
+					return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, or append --create, makes a new store)", redactURL(g.store), loc.Dir)
+				}
+				// The default store before any command made it: an empty store, which
+				// this command must not create (inspect, read and the like change nothing).
+				log.Debug("the default store does not exist yet; reading it as empty", "dir", loc.Dir)
+				return &libEnv{ctx: ctx, g: g, basin: basin, store: objectstore.NewMemStore(), log: log}, nil
 			}
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,6 +154,33 @@ func TestServeStartsWithNoFlagsInEmptyDir(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "sluice-data")); err != nil || !st.IsDir() {
 		t.Fatalf("default store directory not created: %v", err)
+	}
+}
+
+// TestReadOnlyCommandsLeaveTheDefaultStoreUnmade: before any command made the default store
+// ./sluice-data, the commands that do not create streams read it as an empty store and do
+// not make it (inspect says it changes nothing); stream create does make it.
+func TestReadOnlyCommandsLeaveTheDefaultStoreUnmade(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"inspect", "s"}, {"read", "s"}, {"tail", "s"}, {"trim", "s", "1"}, {"fence", "s", "t"}, {"stream", "config", "s"}} {
+		r := sluice(t, dir, "", nil, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "does not exist (create it with: sluice stream create s)") {
+			t.Errorf("sluice %v on no store: exit %d, stderr %q, want the missing stream named", args, r.code, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"stream", "list"}, {"gc", "--once"}} {
+		if r := sluice(t, dir, "", nil, args...); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+			t.Errorf("sluice %v on no store: exit %d, stdout %q, stderr %q, want an empty store", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sluice-data")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a command that creates nothing made the default store: %v", err)
+	}
+	if r := sluice(t, dir, "", nil, "stream", "create", "s"); r.code != 0 {
+		t.Fatalf("stream create: exit %d: %s", r.code, r.stderr)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "sluice-data")); err != nil || !st.IsDir() {
+		t.Fatalf("stream create did not make the default store: %v", err)
 	}
 }
 

@@ -51,10 +51,11 @@ Formats (--format):
            UTF-8 strings (bytes that are not UTF-8 become U+FFFD; use base64 for binary)
   base64   the same JSON with header names, values and body in base64 (lossless; append
            --format base64 takes it back)
-  raw      the body only, followed by '\n'
+  raw      the body only, followed by '\n'; command records are left out (raw has no
+           headers to mark them by)
 
-Command records (fence, trim) are part of the stream and are printed, as a header with
-an empty name (["","fence"]); --skip-commands leaves them out.`,
+Command records (fence, trim) are part of the stream and are printed in json and base64,
+as a header with an empty name (["","fence"]); --skip-commands leaves them out.`,
 		Example: `  sluice read orders --count 10
   sluice read orders --tail-offset 0 --follow
   sluice read orders --timestamp 1709481600000 --until 1709485200000 --format raw`,
@@ -177,11 +178,15 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 	}
 }
 
-// writeRecords writes records in a read format (json, base64 or raw) without flushing.
+// writeRecords writes records in a read format (json, base64 or raw) without flushing. raw
+// leaves command records out: it has no headers to mark them by.
 func writeRecords(out *jsonOut, format string, recs []consumer.Record) error {
 	for i := range recs {
 		r := &recs[i]
 		if format == "raw" {
+			if r.Command() != "" {
+				continue // a fence's token or a trim's 8 bytes are not lines of data
+			}
 			if _, err := out.w.Write(r.Body); err != nil {
 				return fmt.Errorf("writing output: %w", err)
 			}

@@ -366,3 +366,32 @@ func TestConsumeFollowSIGTERMAndFencing(t *testing.T) {
 		}
 	})
 }
+
+// TestReadRawLeavesCommandsOut: --format raw prints bodies alone, so a fence's token or a
+// trim's 8 bytes would pass for lines of data; raw leaves command records out, and json
+// still shows them. consume refuses --include-commands with raw.
+func TestReadRawLeavesCommandsOut(t *testing.T) {
+	dir := t.TempDir()
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		r := sluice(t, dir, stdin, nil, args...)
+		if r.code != 0 {
+			t.Fatalf("sluice %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	run("a\nb\n", "append", "s", "--create")
+	run("", "fence", "s", "token-1")
+	run("", "trim", "s", "1")
+	run("c\n", "append", "s", "--fencing-token", "token-1")
+	if out := run("", "read", "s", "--format", "raw"); out != "b\nc\n" {
+		t.Errorf("read --format raw = %q, want the data lines b and c alone", out)
+	}
+	if out := run("", "read", "s"); strings.Count(out, `["",`) != 2 {
+		t.Errorf("read (json) = %q, want the fence and the trim shown", out)
+	}
+	r := sluice(t, dir, "", nil, "consume", "s", "--group", "g", "--exec", "cat", "--format", "raw", "--include-commands", "--stop-at-tail")
+	if r.code == 0 || !strings.Contains(r.stderr, "--include-commands needs --format json or base64") {
+		t.Errorf("consume --include-commands --format raw: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -15,7 +15,7 @@ type globals struct {
 	// createsStore is set by the commands that may make a new store (stream create, append
 	// --create): for the others a missing directory of a file store given with --store (or
 	// its variable or config key) is an error, a mistyped path, not an empty store to create.
-	// The default store's directory is made by whichever command comes first.
+	// The default store's missing directory is read as an empty store, and not made.
 	createsStore bool
 }
 

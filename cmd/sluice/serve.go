@@ -67,14 +67,14 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
-	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for in-flight work on shutdown")
+	fl.Var(newDurationValue(&f.shutdownTimeout, 30*time.Second), "shutdown-timeout", "how long to wait for in-flight work on shutdown")
 	fl.StringVar(&f.authToken, "auth-token", "", "require this bearer token on API calls (prefer SLUICE_AUTH_TOKEN: flags show in ps)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS with --tls-key")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted, in bytes (at least 1 MiB)")
-	fl.DurationVar(&f.flushInterval, "flush-interval", engine.DefaultConfig().Producer.FlushInterval, "how long a producer collects appends into one batch object")
-	fl.DurationVar(&f.gcInterval, "gc-interval", gc.DefaultConfig().Interval, "how often retention and garbage collection run over every stream")
-	fl.DurationVar(&f.gcGracePeriod, "gc-grace-period", gc.DefaultConfig().GracePeriod, "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
+	fl.Var(newDurationValue(&f.flushInterval, engine.DefaultConfig().Producer.FlushInterval), "flush-interval", "how long a producer collects appends into one batch object")
+	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
+	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }

@@ -41,8 +41,8 @@ type configFlags struct {
 
 const configFlagsHelp = `Stream configuration (S2's stream config):
   --retention-age D          drop records older than D (by arrival), e.g. 7d, 36h
-  --retention-infinite       keep records until trimmed (the default)
-  --timestamping-mode M      client-prefer (default), client-require or arrival
+  --retention-infinite       keep records until trimmed (a new stream's default)
+  --timestamping-mode M      client-prefer (a new stream's default), client-require or arrival
   --timestamping-uncapped    allow client timestamps in the future
   --delete-on-empty-min-age D  delete the stream once empty for D (0 disables; the GC does it)
   --queue-mode               drop records once every consumer group acknowledged them`
@@ -270,6 +270,8 @@ write of the manifest, then show the result. Flags set by SLUICE_* variables or 
 	}
 	addBasinFlag(cmd, &basin)
 	cf.register(cmd)
+	// A flag left out keeps the stream's value: no flag has a default to show here.
+	cmd.Flags().Lookup("timestamping-mode").DefValue = ""
 	return cmd
 }
 
