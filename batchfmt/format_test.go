@@ -173,7 +173,7 @@ func TestEncoderRejectsInvalidAppend(t *testing.T) {
 		{"too many", AppendInput{Records: make([]Record, 1001)}, "batchfmt: encoder: append 1: invalid append: append holds 1001 records, more than the limit of 1000"},
 		{"token", AppendInput{Records: []Record{{}}, FencingToken: &tooLong}, "batchfmt: encoder: append 1: invalid append: fencing token length (49) exceeds 48 bytes"},
 		{"bytes", AppendInput{Records: []Record{{Body: make([]byte, 600<<10)}, {Body: make([]byte, 600<<10)}}}, "batchfmt: encoder: append 1: invalid append: append size in metered bytes (1228816) exceeds the limit of 1048576"},
-		{"command", AppendInput{Records: []Record{{}, {Headers: []Header{{Value: []byte("nope")}}}}}, `batchfmt: encoder: append 1: invalid append: record 1: invalid record: unknown command "nope"`},
+		{"command", AppendInput{Records: []Record{{}, {Headers: []Header{{Value: []byte("nope")}}}}}, `batchfmt: encoder: append 1: invalid append: record 1: invalid record: unknown command "nope" (a header with an empty name makes a record a command record, fence or trim; other headers need a name)`},
 	}
 	for _, tc := range cases {
 		e := NewEncoder(CompressionNone)

@@ -99,7 +99,7 @@ func (r *Record) Validate() error {
 		return nil
 	}
 	if len(r.Headers) != 1 {
-		return &RecordError{Reason: ReasonCommandHeaders, Detail: fmt.Sprintf("a command record must have exactly one header, found %d", len(r.Headers))}
+		return &RecordError{Reason: ReasonCommandHeaders, Detail: fmt.Sprintf("a command record must have exactly one header, found %d (a header with an empty name makes a record a command record)", len(r.Headers))}
 	}
 	switch op := string(r.Headers[0].Value); op {
 	case CommandFence:
@@ -111,7 +111,7 @@ func (r *Record) Validate() error {
 			return &RecordError{Reason: ReasonTrimPayload, Detail: fmt.Sprintf("trim payload must be exactly 8 bytes, found %d", len(r.Body))}
 		}
 	default:
-		return &RecordError{Reason: ReasonUnknownCommand, Detail: fmt.Sprintf("unknown command %q", op)}
+		return &RecordError{Reason: ReasonUnknownCommand, Detail: fmt.Sprintf("unknown command %q (a header with an empty name makes a record a command record, fence or trim; other headers need a name)", op)}
 	}
 	return nil
 }

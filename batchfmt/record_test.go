@@ -64,11 +64,11 @@ func TestRecordValidation(t *testing.T) {
 		text   string
 	}{
 		{"two headers, one empty name", Record{Headers: []Header{{Value: []byte("fence")}, {Name: []byte("x")}}}, ReasonCommandHeaders,
-			"invalid record: a command record must have exactly one header, found 2"},
+			"invalid record: a command record must have exactly one header, found 2 (a header with an empty name makes a record a command record)"},
 		{"envelope with an empty name", Record{Headers: []Header{{Name: []byte("a")}, {Name: nil, Value: []byte("v")}}}, ReasonCommandHeaders,
-			"invalid record: a command record must have exactly one header, found 2"},
+			"invalid record: a command record must have exactly one header, found 2 (a header with an empty name makes a record a command record)"},
 		{"unknown command", Record{Headers: []Header{{Value: []byte("drop")}}}, ReasonUnknownCommand,
-			`invalid record: unknown command "drop"`},
+			`invalid record: unknown command "drop" (a header with an empty name makes a record a command record, fence or trim; other headers need a name)`},
 		{"fence token too long", FenceRecord(strings.Repeat("x", 49)), ReasonFencingTokenTooLong,
 			"invalid record: fencing token length (49) exceeds 48 bytes"},
 		{"trim payload short", Record{Headers: []Header{{Value: []byte("trim")}}, Body: make([]byte, 7)}, ReasonTrimPayload,

@@ -430,3 +430,29 @@ func TestCorruptManifestFailsLoudly(t *testing.T) {
 		t.Fatalf("Close: want the fatal corruption error, got %v", err)
 	}
 }
+
+// TestFlushAndCloseAfterClose: Flush reports no append's outcome (a rejected append leaves it
+// nil; the ticket has the error); after Close, Flush returns ErrClosed like Append and
+// Submit, and a second Close returns nil.
+func TestFlushAndCloseAfterClose(t *testing.T) {
+	ctx := context.Background()
+	p := newProducer(t, testConfig(objectstore.NewMemStore()))
+	tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("stale"), MatchSeqNum: u64(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush with a rejected append: %v", err)
+	}
+	var mm *manifest.SeqNumMismatchError
+	if _, err := tk.Wait(ctx); !errors.As(err, &mm) {
+		t.Fatalf("ticket: want SeqNumMismatchError, got %v", err)
+	}
+	closeProducer(t, p)
+	if err := p.Flush(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("flush after close: want ErrClosed, got %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}

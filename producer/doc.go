@@ -23,10 +23,11 @@
 //   - Submit(ctx, record) batches single records with the seeds' BatchingConfig (linger,
 //     max records, max bytes); its RecordTicket gives the record's seq_num and its batch's Ack.
 //   - Flush(ctx) flushes everything buffered and waits for the outcome of every append
-//     accepted before the call.
+//     accepted before the call (the outcomes are on the tickets).
 //   - Close(ctx) drains: it refuses new appends, flushes, waits until every accepted append
 //     has resolved, then stops the producer's goroutines and waits for them. If ctx ends
-//     first it aborts what is left (see Close).
+//     first it aborts what is left (see Close). A second Close returns nil once the
+//     goroutines have stopped; Append, Submit and Flush after Close return ErrClosed.
 //
 // # How a batch travels
 //

@@ -544,8 +544,16 @@ func (p *Producer) upload(b *batch) error {
 }
 
 // Flush flushes the open batch (and Submit's pending records) and waits until every append
-// accepted before the call has resolved, or ctx ends.
+// accepted before the call has resolved, or ctx ends. The outcomes are the tickets': Flush
+// returns nil when appends were rejected (a failed condition, say), and an error only when
+// ctx ends, the producer failed (see Close) or is closed (ErrClosed).
 func (p *Producer) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return ErrClosed
+	}
 	if err := p.sub.flush(ctx); err != nil {
 		return err
 	}
@@ -582,7 +590,9 @@ func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
 // producer's goroutines and waits for them. If ctx ends first, Close aborts: uploads and
 // commits in progress are cancelled, tickets not yet resolved fail with ErrAborted (or
 // ErrOutcomeUnknown when a manifest write holding them had an unknown outcome), and Close
-// returns ctx's error after the goroutines have stopped. The store is not closed.
+// returns ctx's error after the goroutines have stopped. The store is not closed. A later
+// Close waits until the producer's goroutines have stopped and returns nil (the first Close
+// reported the outcome).
 func (p *Producer) Close(ctx context.Context) error {
 	// Stop Submit and Append (in that order, so no record is left in the client-side batch),
 	// then append Submit's last batch. Whoever holds the submitter's lock may be waiting for
@@ -608,7 +618,7 @@ func (p *Producer) Close(ctx context.Context) error {
 	if already {
 		p.sub.mu.Unlock()
 		p.wg.Wait()
-		return ErrClosed
+		return nil
 	}
 	if in, ok := p.sub.b.Flush(); ok {
 		p.sub.emitLocked(ctx, in, true)
