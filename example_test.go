@@ -22,7 +22,7 @@ func Example() {
 	store := objectstore.NewMemStore()
 
 	pcfg := producer.DefaultConfig()
-	pcfg.ObjectStore = store // the stream is ingest/manifest + ingest/..., created on first use
+	pcfg.ObjectStore = store // the stream is ingest/manifest + ingest/...; New creates it (Config.CreateStream)
 	p, err := producer.New(ctx, pcfg)
 	if err != nil {
 		log.Fatal(err)

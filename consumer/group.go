@@ -59,7 +59,9 @@ type GroupOptions struct {
 	SkipCommands bool
 }
 
-// Open joins the consumer group cfg.Group of the stream, creating the group if needed, and
+// Open joins the consumer group cfg.Group of the stream, creating the group if needed (not
+// the stream: a stream that does not exist yet is ErrStreamNotFound; producer.New creates
+// one), and
 // becomes its active member: the group's epoch is bumped with a conditional manifest write,
 // so the previous member is fenced (its next ack fails with *FencedError). Reading resumes at
 // the group's checkpoint (or at the first readable record, if retention went past it).
