@@ -64,7 +64,7 @@ terminal, or with --progress.`,
 		Example: `  seq 1 100000 | sluice append numbers
   echo '{"headers":[["type","greeting"]],"body":"hello"}' | sluice append events --format json
   sluice read src --format base64 --skip-commands | sluice append copy --format base64`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAppend(cmd, g, f, args[0], cmd.InOrStdin())
 		},

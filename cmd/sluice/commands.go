@@ -66,7 +66,7 @@ the seq_num the next record will get and T the timestamp of the last record.
 With --follow, print it again (one JSON line each) whenever it changes, checking every
 --interval, until SIGINT/SIGTERM (exit 0). To print the new records themselves as they
 arrive: sluice read STREAM --tail-offset 0 --follow.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if interval <= 0 {
@@ -174,7 +174,7 @@ func newFenceCmd(g *globals) *cobra.Command {
 The fence record takes a seq_num like any record. It prints the append's ack as JSON.
 With --fencing-token, the fence applies only if the current token is that one.`,
 		Example: `  sluice fence orders writer-2 --fencing-token writer-1`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args[1]) > 48 {
 				return fmt.Errorf("invalid fencing token %q: %d bytes, at most 48", args[1], len(args[1]))
@@ -204,7 +204,7 @@ itself (as S2: a SEQ beyond the stream trims everything up to and including the 
 record, and nothing appended after it). Trimming cannot be undone. It prints the append's
 ack as JSON.`,
 		Example: `  sluice trim orders 1000`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("SEQ", args[1])
 			if err != nil {
@@ -359,7 +359,7 @@ func newInspectCmd(g *globals) *cobra.Command {
 counter, tail, trim point, fencing token, configuration, consumer groups (epoch and
 checkpoint), the producer deduplication table, sealed segment references, the recent
 entries (one per batch object) and totals. Sealed segments are not expanded.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := openLib(ctx, g, &basin)

@@ -62,7 +62,7 @@ SLUICE_CONSUME_GROUP, SLUICE_CONSUME_SEQ_NUM (first record), SLUICE_CONSUME_COUN
 and SLUICE_CONSUME_ATTEMPT (from 1).`,
 		Example: `  sluice consume orders --group billing --exec 'jq -r .body >> orders.txt'
   sluice consume events --group loader --batch 500 --format raw --exec 'psql -c "\copy t from stdin"'`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runConsume(cmd, g, f, args[0])
 		},

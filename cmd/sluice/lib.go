@@ -314,3 +314,26 @@ func parseSeq(what, s string) (uint64, error) {
 	}
 	return n, nil
 }
+
+// exactArgs is cobra.ExactArgs with messages that name the arguments, taken from the
+// command's Use line (its upper-case words before the first flag): "missing SEQ (usage:
+// sluice trim STREAM SEQ)".
+func exactArgs(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, w := range strings.Fields(cmd.Use)[1:] {
+		if strings.HasPrefix(w, "-") {
+			break
+		}
+		if w == strings.ToUpper(w) {
+			names = append(names, w)
+		}
+	}
+	usage := fmt.Sprintf("(usage: %s %s)", cmd.Parent().CommandPath(), cmd.Use)
+	switch {
+	case len(args) < len(names):
+		return fmt.Errorf("missing %s %s", strings.Join(names[len(args):], " and "), usage)
+	case len(args) > len(names):
+		return fmt.Errorf("unexpected argument %q %s", args[len(names)], usage)
+	}
+	return nil
+}

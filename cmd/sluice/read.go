@@ -59,7 +59,7 @@ as a header with an empty name (["","fence"]); --skip-commands leaves them out.`
 		Example: `  sluice read orders --count 10
   sluice read orders --tail-offset 0 --follow
   sluice read orders --timestamp 1709481600000 --until 1709485200000 --format raw`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRead(cmd, g, f, args[0])
 		},

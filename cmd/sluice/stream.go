@@ -176,7 +176,7 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 ` + configFlagsHelp,
 		Example: `  sluice stream create orders
   sluice stream create logs --retention-age 7d --timestamping-mode arrival`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			cfg := manifest.DefaultConfig()
@@ -223,7 +223,7 @@ write of the manifest, then show the result. Flags set by SLUICE_* variables or 
 ` + configFlagsHelp,
 		Example: `  sluice stream config orders
   sluice stream config orders --retention-age 24h`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if cf.changed(cmd) {
@@ -333,7 +333,7 @@ manifest referenced and those written before its last commit. This cannot be und
 Objects written after that (by a producer still running, or by a stream created again
 under the same name meanwhile, whose objects are never touched) are left for "sluice gc".
 It prints {"deleted":NAME,"objects":N}, N counting the manifest.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			e, err := openLib(ctx, g, &basin)
