@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"github.com/spf13/cobra"
+	"strings"
 )
 
 // defaultStore is where sluice keeps its data when --store is not given.
@@ -53,5 +55,24 @@ Store URLs:
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
+	root.SetHelpCommand(newHelpCmd())
 	return root
+}
+
+// newHelpCmd is cobra's help command, except that an unknown topic is an error (exit 1), as
+// an unknown command is; cobra's printed the usage and exited 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type sluice help [path to command] for full details.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return fmt.Errorf("unknown help topic %q (sluice --help lists the commands)", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
 }
