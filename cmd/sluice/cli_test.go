@@ -415,6 +415,7 @@ func TestMissingStreamAndBadInput(t *testing.T) {
 		{[]string{"consume"}, nil, []string{"missing STREAM (usage:"}},
 		{[]string{"read", "s", "t"}, nil, []string{`unexpected argument "t"`}},
 		{[]string{"help", "bogus"}, nil, []string{`unknown help topic "bogus"`}},
+		{[]string{"fence", "s", "-x"}, nil, []string{`go after "--", as in: sluice fence -- STREAM TOKEN`}},
 		{[]string{"tail", "s", "--store", "ftp://x/y"}, nil, []string{"--store"}},
 		{[]string{"tail", "s", "--store", "s3://"}, nil, []string{"--store"}},
 		{[]string{"stream", "list", "--store", "s3://bkt/p?endpoint=http://127.0.0.1:1&region=us-east-1&path_style=true"}, []string{"AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=y", "AWS_MAX_ATTEMPTS=1"}, []string{"listing streams"}},

@@ -56,7 +56,18 @@ Store URLs:
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
 	root.SetHelpCommand(newHelpCmd())
+	root.SetFlagErrorFunc(flagError)
 	return root
+}
+
+// flagError adds a hint to pflag's "unknown shorthand flag" error, which is what an argument
+// starting with '-' (a negative number, a fencing token) gets: "--" ends the flags.
+func flagError(cmd *cobra.Command, err error) error {
+	if strings.HasPrefix(err.Error(), "unknown shorthand flag") {
+		use := strings.Fields(cmd.Use)
+		return fmt.Errorf("%w (arguments that start with '-' go after \"--\", as in: %s -- %s)", err, cmd.CommandPath(), strings.Join(use[1:], " "))
+	}
+	return err
 }
 
 // newHelpCmd is cobra's help command, except that an unknown topic is an error (exit 1), as
