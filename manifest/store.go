@@ -90,7 +90,8 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 
 // LoadOrCreate loads the manifest at path, creating it with cfg when there is none. Plain
 // failures (and a create whose outcome stays unknown) are retried with DefaultBackoff, up to
-// 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do.
+// 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do,
+// and a missing bucket (objectstore.ErrNoBucket) at once.
 func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -105,15 +106,15 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 		}
 		var snap *Snapshot
 		snap, err = Load(ctx, store, path)
-		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) {
+		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) {
 			return snap, err
 		}
 		if !errors.Is(err, ErrNotExist) {
 			continue
 		}
 		snap, err = Create(ctx, store, path, cfg, now)
-		if err == nil {
-			return snap, nil
+		if err == nil || errors.Is(err, objectstore.ErrNoBucket) {
+			return snap, err
 		}
 		// ErrExists: another creator won; load theirs. Anything else: retry.
 	}

@@ -81,8 +81,9 @@ var (
 	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
 	// ErrNoBucket: the S3 bucket does not exist. Not ErrNotFound, so that a missing bucket
 	// is never taken for a missing object (a stream that was never created, say). A HEAD
-	// cannot tell the two apart (its 404 has no body), so Head reports ErrNotFound either
-	// way; Get, Put, Delete and List report ErrNoBucket.
+	// cannot tell the two apart (its 404 has no body), so Head, and a Get of an empty range
+	// (made with a HEAD), report ErrNotFound either way; Get, Put, Delete and List report
+	// ErrNoBucket.
 	ErrNoBucket = errors.New("objectstore: bucket does not exist")
 )
 

@@ -51,7 +51,7 @@ func applyConfig(cmd *cobra.Command) error {
 	// one from the file.
 	var errs []string
 	set := map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = excludes(f) })
 	skip := func(f *pflag.Flag) bool {
 		return f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, set)
 	}
@@ -68,7 +68,7 @@ func applyConfig(cmd *cobra.Command) error {
 		}
 	})
 	for _, name := range fromEnv {
-		set[name] = true
+		set[name] = excludes(cmd.Flags().Lookup(name))
 	}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if skip(f) {
@@ -87,6 +87,13 @@ func applyConfig(cmd *cobra.Command) error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// excludes reports whether f, once set, keeps the other flags of its groups from weaker
+// levels: a boolean set to false does not (--retention-infinite=false asks for the
+// --retention-age that the environment or the file may give).
+func excludes(f *pflag.Flag) bool {
+	return f.Value.Type() != "bool" || f.Value.String() != "false"
 }
 
 // exclusiveAnnotation marks flags that exclude each other where the command reports the

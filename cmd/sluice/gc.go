@@ -45,10 +45,11 @@ delete_on_empty needs a collector that has watched a stream stay empty, so --onc
 deletes a stream.
 
 Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"referenced":N,
-"young":N,"foreign":N,"deleted":N,"delete_errors":N}: of the objects listed, those the
-manifest references, those too young to delete, those that are not batch or segment objects
-(such as gc's own clock probe, gc-probe; never touched), and those deleted or whose delete
-failed (retried next pass). It exits 1 if any pass failed.`,
+"young":N,"foreign":N,"deleted":N,"delete_errors":N}: the objects listed; of them, those the
+manifest references, those too young to delete and those that are not batch or segment
+objects (such as gc's own clock probe, gc-probe; never touched); then the deletes done and
+failed (a failed delete is retried next pass, and counted then too; old unreferenced
+objects past --max-deletes wait for the next pass). It exits 1 if any pass failed.`,
 		Example: `  sluice gc --once
   sluice gc --once --store 's3://bucket/prefix?region=eu-west-1'`,
 		Args: cobra.NoArgs,
@@ -118,7 +119,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	}
 	streams, err := gcStreams(ctx, e.store)
 	if err != nil {
-		return fmt.Errorf("listing streams in store %s: %w", redactURL(e.g.store), err)
+		return fmt.Errorf("listing streams in store %s: %w%s", redactURL(e.g.store), err, bucketHint(err))
 	}
 	out := newJSONOut(cmd.OutOrStdout())
 	failed := 0

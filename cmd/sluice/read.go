@@ -83,7 +83,9 @@ as a header with an empty name (["","fence"]); --skip-commands leaves them out.`
 // request builds the read request from the flags.
 func (f *readFlags) request(cmd *cobra.Command) consumer.ReadRequest {
 	fl := cmd.Flags()
-	req := consumer.ReadRequest{Follow: f.follow, SkipCommands: f.skipCommands}
+	// raw prints no command record: leave them out of the read, so that --count and
+	// --bytes count what is printed.
+	req := consumer.ReadRequest{Follow: f.follow, SkipCommands: f.skipCommands || f.format == "raw"}
 	switch {
 	case fl.Changed("timestamp"):
 		req.Start = consumer.AtTimestamp(f.timestamp)

@@ -55,7 +55,7 @@ Store URLs:
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
-	root.SetHelpCommand(newHelpCmd())
+	useStrictHelp(root)
 	root.SetFlagErrorFunc(flagError)
 	return root
 }
@@ -70,20 +70,23 @@ func flagError(cmd *cobra.Command, err error) error {
 	return err
 }
 
-// newHelpCmd is cobra's help command, except that an unknown topic is an error (exit 1), as
-// an unknown command is; cobra's printed the usage and exited 0.
-func newHelpCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
-		Long:  "Help provides help for any command in the application.\nSimply type sluice help [path to command] for full details.",
-		RunE: func(c *cobra.Command, args []string) error {
+// useStrictHelp makes cobra's help command (kept for its completion of command names)
+// refuse an unknown topic with an error (exit 1), as an unknown command is refused; cobra's
+// printed the usage and exited 0.
+func useStrictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, hc := range root.Commands() {
+		if hc.Name() != "help" {
+			continue
+		}
+		hc.Run = nil
+		hc.RunE = func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
-			if err != nil || cmd == nil || len(rest) > 0 {
+			if err != nil || cmd == nil || len(rest) > 0 && cmd.HasSubCommands() {
 				return fmt.Errorf("unknown help topic %q (sluice --help lists the commands)", strings.Join(args, " "))
 			}
 			cmd.InitDefaultHelpFlag()
 			return cmd.Help()
-		},
+		}
 	}
 }

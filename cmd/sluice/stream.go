@@ -379,7 +379,7 @@ func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
 	}
 	defer en.Close(context.Background())
 	if _, err := en.CreateBasin(ctx, basin, nil); err != nil && !errors.Is(err, engine.ErrBasinExists) {
-		return fmt.Errorf("creating basin %q: %w", basin, err)
+		return fmt.Errorf("creating basin %q: %w%s", basin, err, bucketHint(err))
 	} else if err == nil {
 		e.log.Info("basin created", "basin", basin)
 	}
