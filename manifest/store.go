@@ -91,7 +91,8 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 // LoadOrCreate loads the manifest at path, creating it with cfg when there is none. Plain
 // failures (and a create whose outcome stays unknown) are retried with DefaultBackoff, up to
 // 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do,
-// and a missing bucket (objectstore.ErrNoBucket) at once.
+// and a missing bucket or refused credentials (objectstore.ErrNoBucket, ErrAccessDenied) at
+// once.
 func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -106,14 +107,14 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 		}
 		var snap *Snapshot
 		snap, err = Load(ctx, store, path)
-		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) {
+		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied) {
 			return snap, err
 		}
 		if !errors.Is(err, ErrNotExist) {
 			continue
 		}
 		snap, err = Create(ctx, store, path, cfg, now)
-		if err == nil || errors.Is(err, objectstore.ErrNoBucket) {
+		if err == nil || errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied) {
 			return snap, err
 		}
 		// ErrExists: another creator won; load theirs. Anything else: retry.
@@ -122,8 +123,8 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 }
 
 // LoadWithRetry is Load retrying plain failures with backoff (up to 20 attempts or until
-// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion and a missing bucket
-// (objectstore.ErrNoBucket) are returned at once.
+// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion, a missing bucket and refused
+// credentials (objectstore.ErrNoBucket, ErrAccessDenied) are returned at once.
 func LoadWithRetry(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
 	return loadRetrying(ctx, store, path, b)
 }
@@ -343,15 +344,15 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
 }
 
-// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket
-// or ctx) with backoff.
+// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket,
+// refused credentials or ctx) with backoff.
 func loadRetrying(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
 	for attempt := 0; ; attempt++ {
 		snap, err := Load(ctx, store, path)
 		if err == nil {
 			return snap, nil
 		}
-		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) || ctx.Err() != nil || attempt >= 20 {
+		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied) || ctx.Err() != nil || attempt >= 20 {
 			return nil, err
 		}
 		if serr := b.Sleep(ctx, attempt); serr != nil {

@@ -38,8 +38,8 @@ func (f ObserverFunc) ObserveOp(e OpEvent) { f(e) }
 
 // ErrorClass returns a short, stable label for err, for metrics: "" for nil, then
 // "not_found", "precondition_failed", "not_modified", "outcome_unknown", "invalid_key",
-// "closed", "corrupt", "conditions_unsupported", "inconsistent", "no_bucket", "injected",
-// "canceled", "deadline", or "other".
+// "closed", "corrupt", "conditions_unsupported", "inconsistent", "no_bucket",
+// "access_denied", "injected", "canceled", "deadline", or "other".
 func ErrorClass(err error) string {
 	switch {
 	case err == nil:
@@ -64,6 +64,8 @@ func ErrorClass(err error) string {
 		return "inconsistent"
 	case errors.Is(err, ErrNoBucket):
 		return "no_bucket"
+	case errors.Is(err, ErrAccessDenied):
+		return "access_denied"
 	case errors.Is(err, ErrInjected):
 		return "injected"
 	case errors.Is(err, context.Canceled):

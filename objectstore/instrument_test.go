@@ -95,6 +95,7 @@ func TestErrorClass(t *testing.T) {
 		"inconsistent":           objectstore.NewOpError("put", "k", objectstore.ErrInconsistent, errors.New("404")),
 		"conditions_unsupported": objectstore.NewOpError("put", "k", objectstore.ErrConditionsUnsupported, nil),
 		"no_bucket":              objectstore.NewOpError("list", "", objectstore.ErrNoBucket, errors.New("NoSuchBucket")),
+		"access_denied":          objectstore.NewOpError("get", "k", objectstore.ErrAccessDenied, errors.New("403")),
 	}
 	for want, err := range cases {
 		if got := objectstore.ErrorClass(err); got != want {

@@ -286,6 +286,8 @@ func (s *S3Store) readErr(op, key string, err error) error {
 	switch st := status(err); {
 	case apiCode(err) == "NoSuchBucket":
 		return NewOpError(op, key, ErrNoBucket, err)
+	case st == http.StatusForbidden:
+		return NewOpError(op, key, ErrAccessDenied, err)
 	case st == http.StatusNotFound && op != "list":
 		return NewOpError(op, key, ErrNotFound, err)
 	case st == http.StatusNotModified:
@@ -305,6 +307,8 @@ func (s *S3Store) putErr(key string, cond PutCondition, body *sizedReader, wrote
 	switch {
 	case apiCode(err) == "NoSuchBucket":
 		return NewOpError("put", key, ErrNoBucket, err)
+	case st == http.StatusForbidden:
+		return NewOpError("put", key, ErrAccessDenied, err)
 	case cond != (PutCondition{}) && (st == http.StatusNotImplemented || apiCode(err) == "NotImplemented"):
 		// A definite refusal ("a header you provided implies functionality that is not
 		// implemented"): nothing was stored, and no conditional put will work here.
@@ -537,6 +541,9 @@ func (s *S3Store) Delete(ctx context.Context, key string) error {
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 	if apiCode(err) == "NoSuchBucket" {
 		return NewOpError("delete", key, ErrNoBucket, err)
+	}
+	if status(err) == http.StatusForbidden {
+		return NewOpError("delete", key, ErrAccessDenied, err)
 	}
 	if err != nil && status(err) != http.StatusNotFound {
 		return NewOpError("delete", key, nil, err)

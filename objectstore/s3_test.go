@@ -79,8 +79,8 @@ func TestS3ErrorMapping(t *testing.T) {
 		{"409 ConditionalRequestConflict", s3Error(409, "ConditionalRequestConflict"), objectstore.IfAbsent(), objectstore.ErrPreconditionFailed, 1},
 		// The put, then a HEAD (TestS3IfMatchNotFoundWhileServed), which finds no object.
 		{"404 NoSuchKey on if-match", s3Error(404, "NoSuchKey"), objectstore.IfMatch(`"v"`), objectstore.ErrPreconditionFailed, 2},
-		{"404 NoSuchBucket unconditional", s3Error(404, "NoSuchBucket"), objectstore.Unconditional(), nil, 1},
-		{"403", s3Error(403, "AccessDenied"), objectstore.IfAbsent(), nil, 1},
+		{"404 NoSuchBucket unconditional", s3Error(404, "NoSuchBucket"), objectstore.Unconditional(), objectstore.ErrNoBucket, 1},
+		{"403", s3Error(403, "AccessDenied"), objectstore.IfAbsent(), objectstore.ErrAccessDenied, 1},
 		{"500 is not retried and is unknown", s3Error(500, "InternalError"), objectstore.IfMatch(`"v"`), objectstore.ErrOutcomeUnknown, 1},
 		{"503 is not retried and is unknown", s3Error(503, "SlowDown"), objectstore.Unconditional(), objectstore.ErrOutcomeUnknown, 1},
 		{"connection dropped after the body", func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +98,7 @@ func TestS3ErrorMapping(t *testing.T) {
 			if err == nil {
 				t.Fatal("put succeeded")
 			}
-			for _, sentinel := range []error{objectstore.ErrPreconditionFailed, objectstore.ErrOutcomeUnknown, objectstore.ErrNotFound} {
+			for _, sentinel := range []error{objectstore.ErrPreconditionFailed, objectstore.ErrOutcomeUnknown, objectstore.ErrNotFound, objectstore.ErrAccessDenied, objectstore.ErrNoBucket} {
 				if errors.Is(err, sentinel) != (sentinel == c.want) {
 					t.Fatalf("put: %v; errors.Is(%v) = %v", err, sentinel, errors.Is(err, sentinel))
 				}

@@ -85,6 +85,10 @@ var (
 	// (made with a HEAD), report ErrNotFound either way; Get, Put, Delete and List report
 	// ErrNoBucket.
 	ErrNoBucket = errors.New("objectstore: bucket does not exist")
+	// ErrAccessDenied: the store refused the credentials or the operation (S3's 403:
+	// AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed...).
+	// Nothing was applied. Not retried where retrying cannot help (manifest loads).
+	ErrAccessDenied = errors.New("objectstore: access denied")
 )
 
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for

@@ -119,7 +119,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	}
 	streams, err := gcStreams(ctx, e.store)
 	if err != nil {
-		return fmt.Errorf("listing streams in store %s: %w%s", redactURL(e.g.store), err, bucketHint(err))
+		return fmt.Errorf("listing streams in store %s: %w%s", redactURL(e.g.store), err, storeHint(err))
 	}
 	out := newJSONOut(cmd.OutOrStdout())
 	failed := 0

@@ -133,7 +133,7 @@ func (e *libEnv) streamErr(name string, err error) error {
 		if perr := e.probe(); perr != nil && e.ctx.Err() == nil {
 			// Not this stream's absence but the store's: an S3 bucket that does not exist
 			// answers a missing object the same way.
-			return fmt.Errorf("%s: %w%s", e.where(name), perr, bucketHint(perr))
+			return fmt.Errorf("%s: %w%s", e.where(name), perr, storeHint(perr))
 		}
 		hint := "sluice stream create " + shellQuote(name)
 		if b := e.basinName(); b != "" {
@@ -147,7 +147,7 @@ func (e *libEnv) streamErr(name string, err error) error {
 	case errors.Is(err, manifest.ErrCorrupt):
 		return fmt.Errorf("%s: corrupt manifest: %w", e.where(name), err)
 	}
-	return fmt.Errorf("%s: %w%s", e.where(name), err, bucketHint(err))
+	return fmt.Errorf("%s: %w%s", e.where(name), err, storeHint(err))
 }
 
 // probe lists one key of the store, to tell a missing stream from a store that cannot be
@@ -160,10 +160,14 @@ func (e *libEnv) probe() error {
 	return err
 }
 
-// bucketHint suggests a fix for a store error that says the S3 bucket does not exist.
-func bucketHint(err error) string {
-	if errors.Is(err, objectstore.ErrNoBucket) {
+// storeHint suggests a fix for a store error that says the S3 bucket does not exist or the
+// credentials were refused.
+func storeHint(err error) string {
+	switch {
+	case errors.Is(err, objectstore.ErrNoBucket):
 		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
+	case errors.Is(err, objectstore.ErrAccessDenied):
+		return " (check the credentials, taken from the standard AWS chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...; and the bucket's policy)"
 	}
 	return ""
 }

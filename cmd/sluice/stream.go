@@ -299,7 +299,7 @@ object per line: {"name":"..."}, in name order.`,
 			// every stream once per page).
 			names, err := catalog.StreamNames(ctx, e.store, basin, prefix)
 			if err != nil {
-				return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, bucketHint(err))
+				return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, storeHint(err))
 			}
 			out := newJSONOut(cmd.OutOrStdout())
 			n := 0
@@ -379,7 +379,7 @@ func ensureBasin(ctx context.Context, e *libEnv, basin string) error {
 	}
 	defer en.Close(context.Background())
 	if _, err := en.CreateBasin(ctx, basin, nil); err != nil && !errors.Is(err, engine.ErrBasinExists) {
-		return fmt.Errorf("creating basin %q: %w%s", basin, err, bucketHint(err))
+		return fmt.Errorf("creating basin %q: %w%s", basin, err, storeHint(err))
 	} else if err == nil {
 		e.log.Info("basin created", "basin", basin)
 	}

@@ -62,3 +62,41 @@ func TestS3NoBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestS3AccessDenied: on the real server, refused credentials (a wrong secret: 403
+// SignatureDoesNotMatch) give ErrAccessDenied (class access_denied) for every operation, so
+// that callers fail at once instead of retrying, and say why.
+func TestS3AccessDenied(t *testing.T) {
+	_, loc := storetest.S3URL(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ops := map[string]func() error{
+		"get":    func() error { _, err := st.Get(ctx, "k", objectstore.GetOptions{}); return err },
+		"head":   func() error { _, err := st.Head(ctx, "k"); return err },
+		"list":   func() error { _, err := st.List(ctx, "", "", 0); return err },
+		"delete": func() error { return st.Delete(ctx, "k") },
+		"put": func() error {
+			_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.Unconditional())
+			return err
+		},
+		"put if absent": func() error {
+			_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.IfAbsent())
+			return err
+		},
+	}
+	for name, op := range ops {
+		err := op()
+		if !errors.Is(err, objectstore.ErrAccessDenied) || errors.Is(err, objectstore.ErrOutcomeUnknown) {
+			t.Errorf("%s with a wrong secret: %v, want ErrAccessDenied", name, err)
+		}
+		if c := objectstore.ErrorClass(err); c != "access_denied" {
+			t.Errorf("%s: class %q, want access_denied", name, c)
+		}
+	}
+}
