@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -21,6 +22,10 @@ func TestAPIErrorMessages(t *testing.T) {
 		{fmt.Errorf("%w: %q", ErrBasinNotFound, "my-basin"), s2api.CodeBasinNotFound, `basin not found: "my-basin"`},
 		{fmt.Errorf("%w: %q", ErrBasinExists, "my-basin"), s2api.CodeResourceAlreadyExists, `basin already exists: "my-basin"`},
 		{fmt.Errorf("%w: basins/my-basin/streams/s1/manifest", manifest.ErrExists), s2api.CodeResourceAlreadyExists, "stream already exists"},
+		// Storage errors give their class, not their text (bucket, keys, request ids).
+		{objectstore.NewOpError("list", "bucket-x/basins/", objectstore.ErrNoBucket, errors.New("NoSuchBucket: bucket-x")), s2api.CodeStorage, "storage error (no_bucket)"},
+		{objectstore.NewOpError("get", "k", objectstore.ErrAccessDenied, errors.New("403")), s2api.CodeStorage, "storage error (access_denied)"},
+		{objectstore.NewOpError("get", "k", nil, errors.New("connection reset")), s2api.CodeStorage, "storage error"},
 	} {
 		var ae *s2api.Error
 		if !errors.As(apiError(tc.err), &ae) {

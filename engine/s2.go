@@ -62,7 +62,12 @@ func apiError(err error) error {
 	}
 	var oe *objectstore.OpError
 	if errors.As(err, &oe) {
-		return &s2api.Error{Code: s2api.CodeStorage, Message: "storage error", Err: err}
+		// The error's class, not its text: that names the bucket, keys and request ids.
+		msg := "storage error"
+		if c := objectstore.ErrorClass(err); c != "other" {
+			msg += " (" + c + ")"
+		}
+		return &s2api.Error{Code: s2api.CodeStorage, Message: msg, Err: err}
 	}
 	return err
 }
