@@ -583,6 +583,16 @@ func (k *s2sSink) heartbeat(tail s2api.StreamPosition) error {
 
 func (k *s2sSink) fail(err error) { _ = k.fw.write(s2api.TerminalErrorFrame(err)) }
 
+// failClosing ends a read session that the server's Close interrupted, while its client is
+// still there, with a retryable error (503 unavailable: S2's SDK reads an SSE error event or
+// a terminal frame so, and retries from where it was), so that a client following the stream
+// does not take the end of the response for the end of its read.
+func (s *Server) failClosing(q *request, sk sink) {
+	if s.ctx.Err() != nil && q.r.Context().Err() == nil {
+		sk.fail(&s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed})
+	}
+}
+
 // readSession streams batches to sk until a limit is reached, the session has been idle for
 // its wait, the client goes away or the server closes. When it catches up with the tail it
 // sends a batch (empty if need be) whose tail is the next position; while idle it sends a
@@ -619,6 +629,8 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 		if err != nil {
 			if q.ctx.Err() == nil {
 				sk.fail(err)
+			} else {
+				s.failClosing(q, sk)
 			}
 			return
 		}
@@ -649,6 +661,7 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 				cancel()
 				if err != nil {
 					if q.ctx.Err() != nil {
+						s.failClosing(q, sk)
 						return
 					}
 					if timedOut {

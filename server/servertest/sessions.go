@@ -303,12 +303,21 @@ func testS2SAppendSession(t *testing.T, fac Factory, h2 bool) {
 	}
 }
 
+// testCloseEndsSessions: Close ends live read sessions with a retryable error (503
+// unavailable: an SSE error event, an S2S terminal frame), which S2's SDK retries, not with
+// a clean end of the response, which a client following the stream takes for the end of its
+// read; then the API answers 503.
 func testCloseEndsSessions(t *testing.T, fac Factory) {
 	env := startServer(t, fac)
 	env.createStream(t, "s")
 	res := env.openStream(t, env.H1, "GET", "/v1/streams/s/records", map[string]string{"Accept": "text/event-stream"}, nil)
 	rd := s2api.NewSSEReader(res.Body, 1<<20)
 	sseBatch(t, nextEvent(t, rd)) // the caught-up batch: the session is running
+	s2s := env.openStream(t, env.H2C, "GET", "/v1/streams/s/records?seq_num=0", map[string]string{"Content-Type": "s2s/proto", "Accept": "application/protobuf"}, nil)
+	fr := s2api.NewFrameReader(s2s.Body, 0)
+	if f, err := fr.Next(); err != nil || f.Terminal {
+		t.Fatalf("s2s caught-up batch: %+v %v", f, err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- env.Server.Close() }()
 	select {
@@ -319,8 +328,22 @@ func testCloseEndsSessions(t *testing.T, fac Factory) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return")
 	}
+	ev := nextEvent(t, rd)
+	for ev.Event == "ping" {
+		ev = nextEvent(t, rd)
+	}
+	if ev.Event != "error" || !strings.Contains(ev.Data, `"unavailable"`) {
+		t.Fatalf("SSE session after Close: event %q %s, want an error event with code unavailable", ev.Event, ev.Data)
+	}
 	if _, err := rd.Next(); err == nil {
 		t.Fatal("session still delivering after Close")
+	}
+	f, err := fr.Next()
+	for err == nil && !f.Terminal && len(f.Body) == 0 { // heartbeats
+		f, err = fr.Next()
+	}
+	if err != nil || !f.Terminal || f.Status != 503 || !strings.Contains(string(f.Body), "unavailable") {
+		t.Fatalf("S2S session after Close: frame %+v %v, want a terminal 503 unavailable", f, err)
 	}
 	r := env.do(t, "GET", "/v1/basins", nil, nil)
 	expect(t, "after close", r, 503, "")
