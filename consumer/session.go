@@ -504,8 +504,13 @@ func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.
 			r.m.fetchErrors.WithLabelValues("corrupt").Inc()
 			return nil, objectErr(e, ErrCorrupt, err)
 		}
+		if ctx.Err() != nil {
+			// The read ended (its session closed, a read-ahead no longer wanted): not
+			// the store's failure, and not counted as one.
+			return nil, fmt.Errorf("consumer: read object %q (seq_nums %d..%d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
+		}
 		r.m.fetchErrors.WithLabelValues("other").Inc()
-		if ctx.Err() != nil || attempt+1 >= r.cfg.FetchAttempts {
+		if attempt+1 >= r.cfg.FetchAttempts {
 			return nil, fmt.Errorf("consumer: read object %q (seq_nums %d..%d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
 		}
 		r.cfg.Logger.Warn("object read failed, retrying", "key", e.Key, "attempt", attempt, "err", err)

@@ -1,0 +1,66 @@
+package consumer
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// stallingStore holds every Get of a batch object until its context ends, telling started of
+// each.
+type stallingStore struct {
+	objectstore.Store
+	started chan struct{}
+}
+
+func (s *stallingStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	if strings.HasSuffix(key, "manifest") {
+		return s.Store.Get(ctx, key, opts)
+	}
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, objectstore.NewOpError("get", key, nil, ctx.Err())
+}
+
+// TestCancelledFetchIsNotAFetchError: a read-ahead fetch that a closing session cancels is
+// not the store's failure, so object_fetch_errors_total does not count it (a soak showed
+// thousands of kind="other" errors on a healthy store, from reads that ended).
+func TestCancelledFetchIsNotAFetchError(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	f := newFixture(t, mem, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rand.New(rand.NewPCG(seed(t), 3)), 2)
+	st := &stallingStore{Store: mem, started: make(chan struct{}, 1)}
+	reg := prometheus.NewRegistry()
+	f.store = st
+	r := f.reader(func(c *Config) { c.Registerer = reg })
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { _, err := s.Read(ctx, 10, 1<<20, false); read <- err }()
+	<-st.started // a fetch is in flight
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-read // whatever it says: the session is closed
+	var m dto.Metric
+	if err := r.m.fetchErrors.WithLabelValues("other").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 0 {
+		t.Fatalf("a cancelled fetch was counted as a fetch error: %v", n)
+	}
+}
