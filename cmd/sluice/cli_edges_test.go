@@ -12,11 +12,7 @@ func TestReadRawCountsPrintedRecords(t *testing.T) {
 	dir := t.TempDir()
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		r := sluice(t, dir, stdin, nil, args...)
-		if r.code != 0 {
-			t.Fatalf("sluice %v: exit %d: %s", args, r.code, r.stderr)
-		}
-		return r.stdout
+		return sluiceOK(t, dir, stdin, nil, args...)
 	}
 	run("a\n", "append", "s", "--create")
 	run("", "fence", "s", "token-1")

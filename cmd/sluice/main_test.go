@@ -66,6 +66,16 @@ func sluice(t *testing.T, dir, stdin string, env []string, args ...string) resul
 	return result{so.String(), se.String(), code}
 }
 
+// sluiceOK is sluice that fails t unless the command exits 0; it returns stdout.
+func sluiceOK(t *testing.T, dir, stdin string, env []string, args ...string) string {
+	t.Helper()
+	r := sluice(t, dir, stdin, env, args...)
+	if r.code != 0 {
+		t.Fatalf("sluice %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
 // cleanEnv is the environment without SLUICE_* variables, so tests are not steered by the
 // developer's shell.
 func cleanEnv() []string {
