@@ -505,8 +505,8 @@ func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.
 			return nil, objectErr(e, ErrCorrupt, err)
 		}
 		if ctx.Err() != nil {
-			// The read ended (its session closed, a read-ahead no longer wanted): not
-			// the store's failure, and not counted as one.
+			// The read ended (its session was closed): not the store's failure, and not
+			// counted as one.
 			return nil, fmt.Errorf("consumer: read object %q (seq_nums %d..%d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
 		}
 		r.m.fetchErrors.WithLabelValues("other").Inc()

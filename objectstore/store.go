@@ -86,8 +86,9 @@ var (
 	// ErrNoBucket.
 	ErrNoBucket = errors.New("objectstore: bucket does not exist")
 	// ErrAccessDenied: the store refused the credentials or the operation (S3's 403:
-	// AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed...).
-	// Nothing was applied. Not retried where retrying cannot help (manifest loads).
+	// AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch...). Nothing was applied.
+	// Manifest loads return it at once. (A 403 for a skewed clock is normally absorbed by
+	// the AWS SDK, which corrects its clock offset and retries reads.)
 	ErrAccessDenied = errors.New("objectstore: access denied")
 )
 

@@ -497,6 +497,8 @@ type sink interface {
 	batch(b *s2api.ReadBatch, totalRecords, totalBytes uint64) error
 	heartbeat(tail s2api.StreamPosition) error
 	fail(err error)
+	// failWithin is fail with a write deadline of d instead of the write timeout.
+	failWithin(err error, d time.Duration)
 }
 
 type sseSink struct {
@@ -551,8 +553,10 @@ func (k *sseSink) heartbeat(tail s2api.StreamPosition) error {
 // than the timeout between heartbeats.
 func (k *sseSink) clearDeadline() { _ = k.rc.SetWriteDeadline(time.Time{}) }
 
-func (k *sseSink) fail(err error) {
-	_ = k.rc.SetWriteDeadline(time.Now().Add(k.s.opts.writeTimeout))
+func (k *sseSink) fail(err error) { k.failWithin(err, k.s.opts.writeTimeout) }
+
+func (k *sseSink) failWithin(err error, d time.Duration) {
+	_ = k.rc.SetWriteDeadline(time.Now().Add(d))
 	if k.sse.Error(err) == nil {
 		_ = k.rc.Flush()
 	}
@@ -583,13 +587,21 @@ func (k *s2sSink) heartbeat(tail s2api.StreamPosition) error {
 
 func (k *s2sSink) fail(err error) { _ = k.fw.write(s2api.TerminalErrorFrame(err)) }
 
+func (k *s2sSink) failWithin(err error, d time.Duration) {
+	tmo := k.fw.tmo
+	k.fw.tmo = min(tmo, d)
+	k.fail(err)
+	k.fw.tmo = tmo
+}
+
 // failClosing ends a read session that the server's Close interrupted, while its client is
 // still there, with a retryable error (503 unavailable: S2's SDK reads an SSE error event or
 // a terminal frame so, and retries from where it was), so that a client following the stream
-// does not take the end of the response for the end of its read.
+// does not take the end of the response for the end of its read. It is best effort: the
+// write gets a second at most, so that a client that stopped reading does not hold up Close.
 func (s *Server) failClosing(q *request, sk sink) {
 	if s.ctx.Err() != nil && q.r.Context().Err() == nil {
-		sk.fail(&s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed})
+		sk.failWithin(&s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed}, min(s.opts.writeTimeout, time.Second))
 	}
 }
 
