@@ -58,7 +58,8 @@ S2 basins map to basins/<basin>/ in the store; streams appended with the CLI wit
 With --auth-token (or SLUICE_AUTH_TOKEN) every API call must carry
 "Authorization: Bearer <token>"; /health and /metrics stay open.
 
-It shuts down cleanly on SIGINT or SIGTERM: it stops accepting calls, ends open sessions,
+It shuts down cleanly on SIGINT or SIGTERM: it stops accepting calls, ends open sessions
+(a live read ends with a retryable 503 unavailable, so a client does not take it as done),
 and finishes in-flight commits within --shutdown-timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
