@@ -2,8 +2,10 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,5 +64,46 @@ func TestCancelledFetchIsNotAFetchError(t *testing.T) {
 	}
 	if n := m.GetCounter().GetValue(); n != 0 {
 		t.Fatalf("a cancelled fetch was counted as a fetch error: %v", n)
+	}
+}
+
+// flakyStore fails the first Get of a batch object with a plain error.
+type flakyStore struct {
+	objectstore.Store
+	failed atomic.Bool
+}
+
+func (s *flakyStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	if !strings.HasSuffix(key, "manifest") && s.failed.CompareAndSwap(false, true) {
+		return nil, objectstore.NewOpError("get", key, nil, errors.New("connection reset"))
+	}
+	return s.Store.Get(ctx, key, opts)
+}
+
+// TestRealFetchFailureStillCounted: a store failure in a live session is still counted (kind
+// "other") and retried: only a fetch whose read ended is left uncounted.
+func TestRealFetchFailureStillCounted(t *testing.T) {
+	ctx := context.Background()
+	mem := objectstore.NewMemStore()
+	f := newFixture(t, mem, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	f.standard(rand.New(rand.NewPCG(seed(t), 3)), 2)
+	reg := prometheus.NewRegistry()
+	f.store = &flakyStore{Store: mem}
+	r := f.reader(func(c *Config) { c.Registerer = reg })
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, err := s.Read(ctx, 10, 1<<20, false)
+	if err != nil || len(b.Records) == 0 {
+		t.Fatalf("read: %d records, %v", len(b.Records), err)
+	}
+	var m dto.Metric
+	if err := r.m.fetchErrors.WithLabelValues("other").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 1 {
+		t.Fatalf("object_fetch_errors_total{kind=other} = %v, want 1", n)
 	}
 }
