@@ -220,6 +220,9 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 		return Batch{}, err
 	}
 	defer s.Close()
+	if most := uint64(r.cfg.MaxBatchRecords); s.budget == 0 || s.budget > most {
+		s.budget = most // one batch at most
+	}
 	var out Batch
 	outBytes := 0
 	for {

@@ -46,9 +46,13 @@ type Session struct {
 	hdrs []batchfmt.Header // arena for copies of record headers (see pull)
 
 	count, bytes uint64 // delivered so far, for the limits
-	done         bool
-	err          error // sticky
-	closed       bool
+	// budget bounds the records the read can still want in all (0: no bound): the count
+	// limit, or for a unary Read its batch's records. fill plans no further ahead than the
+	// seq_nums that could hold them, so a short read fetches no more objects than it needs.
+	budget uint64
+	done   bool
+	err    error // sticky
+	closed bool
 }
 
 type fetch struct {
@@ -128,6 +132,9 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 		next: start, planned: start, minTS: minTS, stopAt: math.MaxUint64}
 	if !req.Follow {
 		s.stopAt = tail.SeqNum
+	}
+	if req.Count != nil {
+		s.budget = max(*req.Count, 1) // a count of 0 reads nothing anyway
 	}
 	s.st.Store(st)
 	return s, nil
@@ -412,12 +419,21 @@ func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) b
 
 var errEnough = errors.New("enough entries")
 
+// planEnough reports whether the queued objects hold every seq_num the read can still want
+// (see budget). At least one object is always queued.
+func (s *Session) planEnough() bool {
+	return s.budget > 0 && len(s.queue) > 0 && s.planned > s.next && s.planned-s.next >= s.budget-min(s.count, s.budget)
+}
+
 // fill plans the entries after s.planned and starts fetching them, up to the read-ahead
 // depth and bytes.
 func (s *Session) fill(ctx context.Context) error {
 	depth := s.r.cfg.ReadAheadDepth
 	for len(s.queue) < depth && (len(s.queue) == 0 || s.queued < s.r.cfg.ReadAheadBytes) {
 		if s.planned >= min(s.st.Load().Tail.SeqNum, s.stopAt) {
+			return nil
+		}
+		if s.planEnough() {
 			return nil
 		}
 		var batch []manifest.Entry
@@ -458,7 +474,7 @@ func (s *Session) fill(ctx context.Context) error {
 		}
 		for i := range batch {
 			e := batch[i]
-			if len(s.queue) > 0 && s.queued+int64(e.ObjectBytes) > s.r.cfg.ReadAheadBytes {
+			if len(s.queue) > 0 && s.queued+int64(e.ObjectBytes) > s.r.cfg.ReadAheadBytes || s.planEnough() {
 				return nil
 			}
 			s.start(e)
