@@ -49,6 +49,8 @@ type Session struct {
 	// budget bounds the records the read can still want in all (0: no bound): the count
 	// limit, or for a unary Read its batch's records. fill plans no further ahead than the
 	// seq_nums that could hold them, so a short read fetches no more objects than it needs.
+	// A record skipped (a command, an early timestamp) drops the bound: seq_nums then no
+	// longer stand for records, and planning by them would fetch one object at a time.
 	budget uint64
 	done   bool
 	err    error // sticky
@@ -373,6 +375,7 @@ func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) b
 		}
 		if c.ts < s.minTS {
 			s.next = c.seq + 1
+			s.budget = 0 // seq_nums no longer stand for records: read ahead in full
 			c.valid = false
 			continue
 		}
@@ -382,6 +385,7 @@ func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) b
 		}
 		if s.req.SkipCommands && c.rec.IsCommand() {
 			s.next = c.seq + 1
+			s.budget = 0 // as above
 			c.valid = false
 			continue
 		}
