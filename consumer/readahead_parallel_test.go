@@ -91,7 +91,7 @@ func TestReadAheadStaysParallel(t *testing.T) {
 	mem := objectstore.NewMemStore()
 	f := newFixture(t, mem, manifest.DefaultConfig(), batchfmt.CompressionNone)
 	for o := range 40 {
-		recs := []batchfmt.Record{rec(uint64(baseTS+o), fmt.Sprintf("o%d", o))}
+		recs := []batchfmt.Record{rec(baseTS+uint64(o), fmt.Sprintf("o%d", o))}
 		for range 20 {
 			recs = append(recs, batchfmt.FenceRecord(""))
 		}

@@ -36,7 +36,7 @@ func TestShortReadFetchesWhatItNeeds(t *testing.T) {
 	for o := range 10 {
 		var recs []batchfmt.Record
 		for i := range 5 {
-			recs = append(recs, rec(uint64(baseTS+5*o+i), fmt.Sprintf("o%d-r%d", o, i)))
+			recs = append(recs, rec(baseTS+uint64(5*o+i), fmt.Sprintf("o%d-r%d", o, i)))
 		}
 		f.object(recs)
 	}
