@@ -1,5 +1,6 @@
-// Scalar macros shared by the record kernels (encode_amd64.s for AVX-512, encode_avx2_amd64.s
-// for AVX2, encode_pclmul_amd64.s for AVX2 without VPCLMULQDQ): frame lengths and sizes. Register roles as in encodeRecords.
+// Macros shared by the record kernels (encode_amd64.s for AVX-512, encode_avx2_amd64.s for
+// AVX2, encode_pclmul_amd64.s for AVX2 without VPCLMULQDQ): frame lengths and sizes, the fold
+// behind the writes and the start of each COPY. Register roles as in encodeRecords.
 
 // PUTLEN writes the length in reg at R9 as 2 big-endian bytes, or as the escape 0xFFFF and
 // 4 bytes when it is 0xFFFF or more, and moves R9 past it.
@@ -85,3 +86,28 @@ leadMagic: \
 	SHLXL   LEAD, M, LEAD; \
 	BSWAPL  LEAD; \
 	ORL     T, LEAD
+
+// A block is folded once it lies LAG bytes behind the write position, so that its stores
+// have left the store buffer and it is read back from the L1 cache.
+#define LAG 1024
+
+// FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9, with the
+// kernel's FOLDBLOCK (defined by each kernel before its COPY is used).
+#define FOLDBEHIND(skip) \
+	MOVQ R9, AX; \
+	SUBQ R10, AX; \
+	CMPQ AX, $(256+LAG); \
+	JB   skip; \
+	FOLDBLOCK; \
+skip:
+
+// COPYFITS starts every kernel's COPY: it fails unless R12 bytes fit before the frame's end
+// DX (a signed test: R9 may already be a few bytes past DX after a length field), and jumps
+// to l64 when there is no whole 256-byte block to copy.
+#define COPYFITS(l64) \
+	MOVQ DX, AX; \
+	SUBQ R9, AX; \
+	CMPQ R12, AX; \
+	JGT  fail; \
+	CMPQ R12, $256; \
+	JB   l64

@@ -10,9 +10,6 @@
 #include "../internal/crc32c/fold_amd64.h"
 #include "encode_amd64.h"
 
-// A block is folded once it lies LAG bytes behind the write position, so that its stores
-// have left the store buffer and it is read back from the L1 cache.
-#define LAG 1024
 
 
 // FOLDBLOCK folds the block at R10 and moves R10 past it.
@@ -24,14 +21,6 @@
 	FOLD4; \
 	ADDQ      $256, R10
 
-// FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
-#define FOLDBEHIND(skip) \
-	MOVQ R9, AX; \
-	SUBQ R10, AX; \
-	CMPQ AX, $(256+LAG); \
-	JB   skip; \
-	FOLDBLOCK; \
-skip:
 
 // COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
 // goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
@@ -43,12 +32,7 @@ skip:
 // (l8, l4, l1 and ladvance are labels of the AVX2 kernel's COPY, unused here: the body
 // names the same labels for both.)
 #define COPY(l256, lfold, l64, ltail, l32, l8, l4, l1, ladvance, done) \
-	MOVQ       DX, AX; \
-	SUBQ       R9, AX; \
-	CMPQ       R12, AX; \
-	JGT        fail; \
-	CMPQ       R12, $256; \
-	JB         l64; \
+	COPYFITS(l64); \
 l256: \
 	VMOVDQU64  (R11), Z15; \
 	VMOVDQU64  64(R11), Z16; \

@@ -2,29 +2,11 @@
 // encode_pclmul_amd64.s), on 256-bit registers; each defines FOLDBLOCK first, which folds
 // the block at R10, moves R10 past it and may clobber AX.
 
-// A block is folded once it lies LAG bytes behind the write position, so that its stores
-// have left the store buffer and it is read back from the L1 cache.
-#define LAG 1024
-
-// FOLDBEHIND folds one block if it lies LAG bytes behind the write position R9.
-#define FOLDBEHIND(skip) \
-	MOVQ R9, AX; \
-	SUBQ R10, AX; \
-	CMPQ AX, $(256+LAG); \
-	JB   skip; \
-	FOLDBLOCK; \
-skip:
-
 // COPY copies R12 bytes from R11 to R9 and moves R9 past them, folding blocks behind as it
 // goes; it fails if they would pass the frame's end DX (a signed test: R9 may already be a
 // few bytes past DX after a length field).
 #define COPY(l256, lfold, l64, ltail, l16, l8, l4, l1, ladvance, done) \
-	MOVQ       DX, AX; \
-	SUBQ       R9, AX; \
-	CMPQ       R12, AX; \
-	JGT        fail; \
-	CMPQ       R12, $256; \
-	JB         l64; \
+	COPYFITS(l64); \
 l256: \
 	VMOVDQU    (R11), Y5; \
 	VMOVDQU    32(R11), Y6; \
