@@ -181,14 +181,12 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 }
 
 // writeRecords writes records in a read format (json, base64 or raw) without flushing. raw
-// leaves command records out: it has no headers to mark them by.
+// has no headers to mark a command record by: its callers leave them out of the read (read
+// with --format raw skips them; consume refuses --include-commands with raw).
 func writeRecords(out *jsonOut, format string, recs []consumer.Record) error {
 	for i := range recs {
 		r := &recs[i]
 		if format == "raw" {
-			if r.Command() != "" {
-				continue // a fence's token or a trim's 8 bytes are not lines of data
-			}
 			if _, err := out.w.Write(r.Body); err != nil {
 				return fmt.Errorf("writing output: %w", err)
 			}
