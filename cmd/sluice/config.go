@@ -60,7 +60,9 @@ func applyConfig(cmd *cobra.Command) error {
 		if skip(f) {
 			return
 		}
-		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+		// An empty variable counts as unset (as SLUICE_CONFIG's does): a deployment's
+		// template that leaves a value blank should not override the file or the default.
+		if v := os.Getenv(envName(f.Name)); v != "" {
 			if err := cmd.Flags().Set(f.Name, v); err != nil {
 				errs = append(errs, fmt.Sprintf("invalid value %q for --%s (from %s): %v", v, f.Name, envName(f.Name), err))
 			}

@@ -46,6 +46,13 @@ func TestConfigLayersForLibraryCommands(t *testing.T) {
 	if out != "from the file's format\n" {
 		t.Fatalf("read = %q", out)
 	}
+	// An empty variable counts as unset: the file's store and format still hold.
+	empty := []string{"SLUICE_STORE=", "SLUICE_FORMAT="}
+	run(`{"body":"empty variables"}`+"\n", empty, "append", "s", "--config", cfg)
+	out = run("", empty, "read", "s", "--config", cfg, "--format", "raw").stdout
+	if out != "from the file's format\nempty variables\n" {
+		t.Fatalf("read with SLUICE_STORE and SLUICE_FORMAT empty = %q", out)
+	}
 	// A bad value from the environment names the variable.
 	r := sluice(t, dir, "", []string{"SLUICE_TIMESTAMPING_MODE=soon"}, "stream", "create", "x", "--store", fromFlag)
 	if r.code == 0 || !strings.Contains(r.stderr, "SLUICE_TIMESTAMPING_MODE") || !strings.Contains(r.stderr, "--timestamping-mode") {

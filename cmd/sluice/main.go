@@ -1,7 +1,7 @@
 // Command sluice is the command line and the daemon of sluice, an ingest buffer on object storage.
 //
 // Every flag can also be set with an environment variable SLUICE_<FLAG> (upper case, '-' as '_';
-// for example SLUICE_STORE) or in a YAML file named by --config / SLUICE_CONFIG whose keys are the
+// for example SLUICE_STORE; an empty variable counts as unset) or in a YAML file named by --config / SLUICE_CONFIG whose keys are the
 // flag names. A flag on the command line wins over the environment, which wins over the file,
 // which wins over the default. S3 credentials come from the standard AWS chain (AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles, ...).

@@ -33,8 +33,9 @@ Producers append records to streams; each append is acknowledged with its positi
 any position, follow them live, and track their progress in consumer groups.
 
 Every flag can also be set with an environment variable SLUICE_<FLAG> (upper case, '-' as
-'_', e.g. SLUICE_STORE) or in a YAML file given by --config whose keys are flag names.
-Precedence: command line, then environment, then config file, then default.
+'_', e.g. SLUICE_STORE; an empty variable counts as unset) or in a YAML file given by
+--config whose keys are flag names. Precedence: command line, then environment, then config
+file, then default.
 
 Store URLs:
   file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
