@@ -27,7 +27,7 @@ import (
 // Uncompressed encode also runs beside a second reference, gather: Go appends of each
 // record's header names, values and body, from where they lie, into one buffer (no framing,
 // no checksum): how far reading the records where they lie moves a plain Go program. It is
-// not a bound: a vector loop gathers faster than Go's appends (see the package doc).
+// not a bound: a vector loop gathers faster than Go's appends (see PERFORMANCE.md).
 //
 // Throughput (SetBytes) counts the record bytes (header names, values and bodies), so MB/s
 // compare directly; records/s is reported beside it. Run for example:
@@ -229,7 +229,7 @@ func benchEncode(b *testing.B, layout string, size int) {
 // gatherRecords appends the bytes of ins's records (each header's name and value, then the
 // body) to dst where they lie, with no framing: a second reference for encode (read each
 // record where it lies, write it once, in plain Go), where the baseline copies the finished
-// payload in one piece. Reported, not a target, and not a bound (see the package doc).
+// payload in one piece. Reported, not a target, and not a bound (see PERFORMANCE.md).
 func gatherRecords(dst []byte, ins []AppendInput) []byte {
 	for i := range ins {
 		for j := range ins[i].Records {
