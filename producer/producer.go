@@ -416,6 +416,11 @@ func (p *Producer) waitRoom(ctx context.Context, n int64, draining, reserve bool
 		p.sealLocked()
 		ch := p.space
 		p.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			// Ended already: refuse now rather than race the wait against the room that
+			// the seal above may free meanwhile (a select takes either at random).
+			return fmt.Errorf("producer: waiting for buffer space: %w", err)
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
