@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // commitLoop is the one committer: it commits uploaded batches in batch order, every ready
@@ -149,7 +150,7 @@ func (p *Producer) commitGroup(group []*batch) {
 		}
 		p.m.commitErrors.WithLabelValues(kind).Inc()
 		if kind != "conflict" {
-			p.log.Warn("manifest write failed, retrying", "kind", kind, "batches", len(group), "attempt", attempt, "err", err)
+			p.log.Log(p.ctx, retryLevel(err), "manifest write failed, retrying", "kind", kind, "batches", len(group), "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
 		}
 	}
 }
@@ -186,7 +187,7 @@ func (p *Producer) reload() bool {
 				return false
 			}
 		}
-		p.log.Warn("manifest read failed, retrying", "attempt", attempt, "err", err)
+		p.log.Log(p.ctx, retryLevel(err), "manifest read failed, retrying", "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
 		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {
 			return false
 		}
@@ -227,7 +228,7 @@ func (p *Producer) resolveCommitted(group []*batch) (rest []*batch, known bool) 
 			return nil, true
 		}
 		if ferr != nil {
-			p.log.Warn("looking up committed batches, retrying", "err", ferr)
+			p.log.Log(p.ctx, retryLevel(ferr), "looking up committed batches, retrying", "class", objectstore.ErrorClass(ferr), "err", ferr)
 			return group, false
 		}
 	}

@@ -38,7 +38,11 @@
 //     producer's clock, used by the timestamping rules), and is uploaded create-only under a
 //     fresh unique key DataPathPrefix + "/" + 12 hex digits of Unix ms + 16 random hex
 //     digits, by one of UploadConcurrency uploaders. A failed upload is retried with
-//     jittered exponential backoff, each attempt under a new key.
+//     jittered exponential backoff, each attempt under a new key, until it succeeds or the
+//     producer closes. Each failure is logged at Warn; one the store refuses (a missing
+//     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
+//     operator can cure, at Error, with its class, as are the manifest reads and writes
+//     that fail so.
 //  3. One committer takes the oldest pending batch once it is uploaded, together with the
 //     uploaded batches right behind it (up to MaxGroupBatches: group commit), applies them to
 //     a copy of the manifest state with manifest.State.Apply (conditions, seq_nums,

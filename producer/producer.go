@@ -510,6 +510,16 @@ func (p *Producer) uploadLoop() {
 	}
 }
 
+// retryLevel is the level of a "failed, retrying" log line: Error when the store refuses
+// (objectstore.ErrNoBucket, ErrAccessDenied), which retrying cures only once an operator
+// creates the bucket or fixes the credentials, Warn for everything else.
+func retryLevel(err error) slog.Level {
+	if errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied) {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
+}
+
 // upload writes b's object create-only under a fresh key, retrying (each attempt under a new
 // key, so an attempt with an unknown outcome can never be mistaken for another) until it
 // succeeds or the producer is aborted.
@@ -541,7 +551,7 @@ func (p *Producer) upload(b *batch) error {
 			return p.ctx.Err()
 		}
 		p.m.uploadErrors.Inc()
-		p.log.Warn("upload failed, retrying", "batch", b.num, "key", key, "attempt", attempt, "err", err)
+		p.log.Log(p.ctx, retryLevel(err), "upload failed, retrying", "batch", b.num, "key", key, "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
 		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
 			return err
 		}

@@ -1,0 +1,111 @@
+package producer
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// refuseStore refuses the first n puts of batch objects (every key but the manifest's) with
+// kind, as S3 does a deleted bucket (objectstore.ErrNoBucket) or revoked credentials
+// (ErrAccessDenied).
+type refuseStore struct {
+	objectstore.Store
+	kind error
+	mu   sync.Mutex
+	n    int
+}
+
+func (s *refuseStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	s.mu.Lock()
+	refuse := s.n > 0 && !strings.HasSuffix(key, "/manifest")
+	if refuse {
+		s.n--
+	}
+	s.mu.Unlock()
+	if refuse {
+		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, s.kind, nil)
+	}
+	return s.Store.Put(ctx, key, body, size, cond)
+}
+
+// logRecords keeps every record logged through it.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+// find returns the level and the class attribute of the first record with message msg.
+func (l *logRecords) find(msg string) (level slog.Level, class string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "class" {
+				class = a.Value.String()
+			}
+			return true
+		})
+		return r.Level, class, true
+	}
+	return 0, "", false
+}
+
+// A store that refuses uploads (a missing bucket, refused credentials) is retried, as any
+// failure is, until it heals, but logged at Error with its class, since only an operator
+// can heal it; other failures stay at Warn.
+func TestRefusedUploadsLogAtError(t *testing.T) {
+	for _, c := range []struct {
+		kind  error
+		class string
+		level slog.Level
+	}{
+		{objectstore.ErrNoBucket, "no_bucket", slog.LevelError},
+		{objectstore.ErrAccessDenied, "access_denied", slog.LevelError},
+		{objectstore.ErrOutcomeUnknown, "outcome_unknown", slog.LevelWarn},
+	} {
+		t.Run(c.class, func(t *testing.T) {
+			store := &refuseStore{Store: newStreamStore(t), kind: c.kind, n: 3}
+			logs := &logRecords{}
+			cfg := testConfig(store)
+			cfg.Logger = slog.New(logs)
+			p := newProducer(t, cfg)
+			ack, err := p.AppendSync(context.Background(), batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}})
+			if err != nil {
+				t.Fatalf("append after %d refused uploads: %v", 3, err)
+			}
+			if err := p.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if ack.Start.SeqNum != 0 || ack.End.SeqNum != 1 {
+				t.Fatalf("ack %+v, want [0, 1)", ack)
+			}
+			level, class, ok := logs.find("upload failed, retrying")
+			if !ok {
+				t.Fatal("no log line for the refused uploads")
+			}
+			if level != c.level || class != c.class {
+				t.Fatalf("logged at %v with class %q, want %v and %q", level, class, c.level, c.class)
+			}
+		})
+	}
+}
