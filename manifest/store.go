@@ -107,14 +107,14 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 		}
 		var snap *Snapshot
 		snap, err = Load(ctx, store, path)
-		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || storeRefused(err) {
+		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || objectstore.Refused(err) {
 			return snap, err
 		}
 		if !errors.Is(err, ErrNotExist) {
 			continue
 		}
 		snap, err = Create(ctx, store, path, cfg, now)
-		if err == nil || storeRefused(err) {
+		if err == nil || objectstore.Refused(err) {
 			return snap, err
 		}
 		// ErrExists: another creator won; load theirs. Anything else: retry.
@@ -344,11 +344,6 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
 }
 
-// storeRefused reports whether err says the store will refuse any retry too: the bucket does
-// not exist or the credentials were refused.
-func storeRefused(err error) bool {
-	return errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied)
-}
 
 // loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket,
 // refused credentials or ctx) with backoff.
@@ -358,7 +353,7 @@ func loadRetrying(ctx context.Context, store objectstore.Store, path string, b B
 		if err == nil {
 			return snap, nil
 		}
-		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || storeRefused(err) || ctx.Err() != nil || attempt >= 20 {
+		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || objectstore.Refused(err) || ctx.Err() != nil || attempt >= 20 {
 			return nil, err
 		}
 		if serr := b.Sleep(ctx, attempt); serr != nil {

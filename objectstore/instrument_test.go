@@ -3,6 +3,7 @@ package objectstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -100,6 +101,10 @@ func TestErrorClass(t *testing.T) {
 	for want, err := range cases {
 		if got := objectstore.ErrorClass(err); got != want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, want)
+		}
+		// Refused: exactly the two classes no retry cures.
+		if got, want := objectstore.Refused(fmt.Errorf("wrapped: %w", err)), want == "no_bucket" || want == "access_denied"; got != want {
+			t.Errorf("Refused(%v) = %v, want %v", err, got, want)
 		}
 	}
 }

@@ -92,6 +92,13 @@ var (
 	ErrAccessDenied = errors.New("objectstore: access denied")
 )
 
+// Refused reports whether err says the store refuses the request as such: the bucket does
+// not exist (ErrNoBucket) or the credentials were refused (ErrAccessDenied). A retry fails
+// the same way until an operator creates the bucket or fixes the credentials.
+func Refused(err error) bool {
+	return errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied)
+}
+
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for
 // a plain failure); Cause is what the backend reported.
 type OpError struct {

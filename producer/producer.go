@@ -511,10 +511,10 @@ func (p *Producer) uploadLoop() {
 }
 
 // retryLevel is the level of a "failed, retrying" log line: Error when the store refuses
-// (objectstore.ErrNoBucket, ErrAccessDenied), which retrying cures only once an operator
-// creates the bucket or fixes the credentials, Warn for everything else.
+// (objectstore.Refused), which retrying cures only once an operator creates the bucket or
+// fixes the credentials, Warn for everything else.
 func retryLevel(err error) slog.Level {
-	if errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrAccessDenied) {
+	if objectstore.Refused(err) {
 		return slog.LevelError
 	}
 	return slog.LevelWarn
