@@ -344,7 +344,6 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
 }
 
-
 // loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket,
 // refused credentials or ctx) with backoff.
 func loadRetrying(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
