@@ -58,3 +58,37 @@ func TestRetentionAgeOverflow(t *testing.T) {
 			cfg.Retention.AgeSecs, n, s.FirstSeq())
 	}
 }
+
+// Retention by age works on whole sealed segments (a known limit, in README): a segment whose
+// older entries expired but whose newest has not stays, and its expired records stay
+// readable, where the same entries unsealed leave one by one.
+func TestRetentionAgeKeepsAPartlyExpiredSegment(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Retention = Retention{AgeSecs: 10}
+	const now = 30_000
+	// [0,3) arrived at 5 s (25 s ago: expired); [3,5) at 25 s (5 s ago: young); [5,6) at 26 s.
+	sizes := []int{3, 2, 1}
+	arrivals := []uint64{5_000, 25_000, 26_000}
+
+	unsealed := retState(t, cfg, sizes, arrivals)
+	if n := unsealed.ApplyRetention(now, 0); n != 1 || unsealed.ReadableStart() != 3 {
+		t.Fatalf("unsealed: dropped %d entries, readable from %d; want 1 and 3", n, unsealed.ReadableStart())
+	}
+
+	// The first two entries in one segment, as Seal would group them.
+	sealed := retState(t, cfg, sizes, arrivals)
+	e0, e1 := sealed.Entries[0], sealed.Entries[1]
+	sealed.Segments = []SegmentRef{{Key: "ingest/manifest.seg/x", FirstSeq: e0.FirstSeq, EndSeq: e1.EndSeq(),
+		MinTS: e0.MinTS, MaxTS: e1.MaxTS, Entries: 2, MeteredBytes: e0.MeteredBytes + e1.MeteredBytes,
+		ObjectBytes: e0.ObjectBytes + e1.ObjectBytes, MaxArrival: max(e0.Arrival, e1.Arrival)}}
+	sealed.Entries = append([]Entry(nil), sealed.Entries[2:]...)
+	if n := sealed.ApplyRetention(now, 0); n != 0 || len(sealed.Segments) != 1 || sealed.ReadableStart() != 0 {
+		t.Fatalf("sealed: dropped %d entries, %d segments left, readable from %d; want 0, 1 and 0 (the whole segment stays)",
+			n, len(sealed.Segments), sealed.ReadableStart())
+	}
+	// Once its newest entry expires, the segment goes whole.
+	if n := sealed.ApplyRetention(35_500, 0); n != 2 || len(sealed.Segments) != 0 || sealed.ReadableStart() != 5 {
+		t.Fatalf("sealed, later: dropped %d entries, %d segments left, readable from %d; want 2, 0 and 5",
+			n, len(sealed.Segments), sealed.ReadableStart())
+	}
+}
