@@ -130,15 +130,16 @@ type Stream struct {
 // Report says what one pass did.
 type Report struct {
 	Stream
-	EntriesDropped int  // entries retention removed from the manifest
-	Listed         int  // objects listed
-	Referenced     int  // listed objects the manifest references
-	Young          int  // unreferenced objects younger than the grace period (kept)
-	Foreign        int  // listed keys that are neither batch nor segment objects, such as ProbeKey, or the manifest when it lies under the data prefix (never touched)
-	Deleted        int  // objects deleted
-	DeleteErrors   int  // deletes that failed (retried next pass)
-	Wrapped        bool // a listing reached the end of its prefix and starts over next pass
-	StreamDeleted  bool // delete_on_empty removed the stream
+	EntriesDropped int    // entries retention removed from the manifest
+	TrimRaisedTo   uint64 // the trim point retention raised past expired records of a sealed segment it keeps (0: not raised)
+	Listed         int    // objects listed
+	Referenced     int    // listed objects the manifest references
+	Young          int    // unreferenced objects younger than the grace period (kept)
+	Foreign        int    // listed keys that are neither batch nor segment objects, such as ProbeKey, or the manifest when it lies under the data prefix (never touched)
+	Deleted        int    // objects deleted
+	DeleteErrors   int    // deletes that failed (retried next pass)
+	Wrapped        bool   // a listing reached the end of its prefix and starts over next pass
+	StreamDeleted  bool   // delete_on_empty removed the stream
 }
 
 // ProbeKey is the object a pass writes to read the store's clock: under the data prefix,
@@ -297,8 +298,19 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	keepMs := uint64(c.cfg.KeepRecent / time.Millisecond)
 	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
+		// Records past the age inside a sealed segment that stays (its newest records are
+		// young) stop being readable: the trim point rises past them. A segment that cannot
+		// be read leaves the trim point where it is until a later pass.
+		rep.TrimRaisedTo = 0
+		point, err := manifest.NewIndex(c.store, ms).ExpiredPrefix(ctx, nowMs)
+		if err != nil {
+			log.Warn("retention: reading the oldest segment kept failed; its expired records stay readable until a later pass", "err", err)
+		} else if point = min(point, ms.Tail.SeqNum); point > ms.TrimPoint {
+			ms.TrimPoint = point
+			rep.TrimRaisedTo = point
+		}
 		rep.EntriesDropped = ms.ApplyRetention(nowMs, keepMs)
-		if rep.EntriesDropped == 0 {
+		if rep.EntriesDropped == 0 && rep.TrimRaisedTo == 0 {
 			return manifest.ErrNoChange
 		}
 		return nil
@@ -312,6 +324,9 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	if rep.EntriesDropped > 0 {
 		c.m.entriesDropped.Add(float64(rep.EntriesDropped))
 		log.Info("retention dropped entries", "entries", rep.EntriesDropped)
+	}
+	if rep.TrimRaisedTo > 0 {
+		log.Info("retention raised the trim point past records older than the age in a sealed segment", "trim_point", rep.TrimRaisedTo)
 	}
 
 	// 2. The store's clock: write a probe and read its modification time. It happens before

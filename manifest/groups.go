@@ -49,6 +49,16 @@ func (s *State) SetCheckpoint(name string, epoch, seq uint64) (changed bool, err
 	return true, nil
 }
 
+// expiredBy returns whether an arrival time is past the retention age at nowMs (an age of
+// more than 584 million years never expires). Retention must not be infinite.
+func (s *State) expiredBy(nowMs uint64) func(arrival uint64) bool {
+	ageMs := uint64(math.MaxUint64)
+	if a := s.Config.Retention.AgeSecs; a <= math.MaxUint64/1000 {
+		ageMs = a * 1000
+	}
+	return func(arrival uint64) bool { return nowMs > arrival && nowMs-arrival > ageMs }
+}
+
 // DeleteGroup removes a consumer group.
 func (s *State) DeleteGroup(name string) { delete(s.Groups, name) }
 
@@ -68,11 +78,7 @@ func (s *State) DropPoint(nowMs uint64) uint64 {
 		// Arrivals are the producers' clocks when they sealed their batches, not monotonic
 		// in seq_num order: the first young segment or entry protects everything after it,
 		// entries included (they follow the segments).
-		ageMs := uint64(math.MaxUint64) // an age past 584 million years never expires
-		if a := s.Config.Retention.AgeSecs; a <= math.MaxUint64/1000 {
-			ageMs = a * 1000
-		}
-		expired := func(arrival uint64) bool { return nowMs > arrival && nowMs-arrival > ageMs }
+		expired := s.expiredBy(nowMs)
 		young := false
 		for i := range s.Segments {
 			r := &s.Segments[i]

@@ -1,5 +1,10 @@
 package manifest
 
+import (
+	"context"
+	"errors"
+)
+
 // Retention primitives used by package gc and package consumer. They add to DropPoint and
 // DropBefore (groups.go) without changing them.
 
@@ -50,4 +55,43 @@ func (s *State) ApplyRetention(nowMs, minAgeMs uint64) int {
 		s.Entries = append([]Entry(nil), s.Entries[j:]...)
 	}
 	return n + j
+}
+
+// ExpiredPrefix looks inside the first sealed segment that DropPoint keeps for the retention
+// age, which it keeps whole while any entry under it is young, and returns the end of the run
+// of entries at its start (from the trim point) that arrived longer than the age before nowMs:
+// every record below the returned seq_num is past the age. It returns 0 when retention is
+// infinite, when no segment is kept for its age, or when that segment's first entry is young.
+// It reads that segment (and the segments below it) from the store.
+//
+// Package gc raises the trim point to it, so that those records stop being readable; their
+// objects stay referenced until the whole segment expires and leaves the manifest.
+func (x *Index) ExpiredPrefix(ctx context.Context, nowMs uint64) (uint64, error) {
+	s := x.st
+	if s.Config.Retention.Infinite {
+		return 0, nil
+	}
+	expired := s.expiredBy(nowMs)
+	var seg *SegmentRef
+	for i := range s.Segments {
+		if !expired(s.Segments[i].MaxArrival) {
+			seg = &s.Segments[i]
+			break
+		}
+	}
+	if seg == nil || s.TrimPoint >= seg.EndSeq {
+		return 0, nil
+	}
+	var end uint64
+	err := x.Walk(ctx, max(s.TrimPoint, seg.FirstSeq), func(e *Entry) error {
+		if e.FirstSeq >= seg.EndSeq || !expired(e.Arrival) {
+			return errStop
+		}
+		end = e.EndSeq()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, err
+	}
+	return end, nil
 }

@@ -1,7 +1,10 @@
 package manifest
 
 import (
+	"context"
 	"testing"
+
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // sealFirst replaces the first entry of s by a level-0 segment reference covering it, as Seal
@@ -59,9 +62,9 @@ func TestRetentionAgeOverflow(t *testing.T) {
 	}
 }
 
-// Retention by age works on whole sealed segments (a known limit, in README): a segment whose
-// older entries expired but whose newest has not stays, and its expired records stay
-// readable, where the same entries unsealed leave one by one.
+// ApplyRetention drops sealed segments only whole: a segment whose older entries expired but
+// whose newest has not stays (with them readable, until package gc raises the trim point past
+// them: ExpiredPrefix, TestExpiredPrefix), where the same entries unsealed leave one by one.
 func TestRetentionAgeKeepsAPartlyExpiredSegment(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Retention = Retention{AgeSecs: 10}
@@ -90,5 +93,80 @@ func TestRetentionAgeKeepsAPartlyExpiredSegment(t *testing.T) {
 	if n := sealed.ApplyRetention(35_500, 0); n != 2 || len(sealed.Segments) != 0 || sealed.ReadableStart() != 5 {
 		t.Fatalf("sealed, later: dropped %d entries, %d segments left, readable from %d; want 2, 0 and 5",
 			n, len(sealed.Segments), sealed.ReadableStart())
+	}
+}
+
+// ExpiredPrefix finds, inside the oldest segment kept for its age (here a second-level one,
+// read through the first-level ones below it), where the run of expired entries ends; an
+// entry still young ends the run, however old the ones after it.
+func TestExpiredPrefix(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	cfg := DefaultConfig()
+	cfg.Retention = Retention{AgeSecs: 100}
+	const n = 34*SealEntries + 1 // seals 33 first-level segments, then 32 of them into one
+	sizes := make([]int, n)
+	arrivals := make([]uint64, n)
+	for i := range n {
+		sizes[i] = 1
+		arrivals[i] = uint64(i+1) * 1000 // entry i (seq_num i) arrives at i+1 s
+	}
+	build := func(mod func(st *State)) *State {
+		st := retState(t, cfg, sizes, arrivals)
+		if mod != nil {
+			mod(st)
+		}
+		if err := Seal(ctx, store, "ingest/manifest", st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := build(nil)
+	if len(st.Segments) != 2 || st.Segments[0].Level != 1 || st.Segments[0].EndSeq != 32*SealEntries {
+		t.Fatalf("setup: %d segment refs, the first %+v; want 2, the first of level 1 over [0, %d)", len(st.Segments), st.Segments[0], 32*SealEntries)
+	}
+	prefix := func(st *State, nowMs uint64) uint64 {
+		t.Helper()
+		p, err := NewIndex(store, st).ExpiredPrefix(ctx, nowMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// At 5100.5 s, entries arrived up to 5000 s are past the 100 s age: seq_nums 0-4999.
+	if got := prefix(st, 5_100_500); got != 5000 {
+		t.Fatalf("expired prefix at 5100.5 s = %d, want 5000", got)
+	}
+	// Not past the trim point: nothing new below it.
+	st.TrimPoint = 6000
+	if got := prefix(st, 5_100_500); got != 0 {
+		t.Fatalf("with the trim point at 6000: %d, want 0", got)
+	}
+	st.TrimPoint = 4000
+	if got := prefix(st, 5_100_500); got != 5000 {
+		t.Fatalf("with the trim point at 4000: %d, want 5000", got)
+	}
+	// A young entry (a producer's clock behind) ends the run.
+	late := build(func(st *State) { st.Entries[3000].Arrival = 9_000_000 })
+	if got := prefix(late, 5_100_500); got != 3000 {
+		t.Fatalf("with entry 3000 young: %d, want 3000", got)
+	}
+	// The first segment wholly expired: the run is looked for in the next one kept.
+	if got := prefix(st, (32*SealEntries+100)*1000+100_500); got != 32*SealEntries+100 {
+		t.Fatalf("past the first segment: %d, want %d", got, 32*SealEntries+100)
+	}
+	// Nothing expired, or infinite retention: 0.
+	if got := prefix(st, 50_000); got != 0 {
+		t.Fatalf("at 50 s: %d, want 0", got)
+	}
+	inf := retState(t, DefaultConfig(), sizes[:SealEntries*3], arrivals[:SealEntries*3])
+	if err := Seal(ctx, store, "ingest/manifest", inf); err != nil {
+		t.Fatal(err)
+	}
+	if len(inf.Segments) == 0 {
+		t.Fatal("setup: nothing sealed")
+	}
+	if got := prefix(inf, 1<<60); got != 0 {
+		t.Fatalf("infinite retention: %d, want 0", got)
 	}
 }

@@ -36,7 +36,9 @@ daemon, cron jobs and checks.
 Per stream, a pass:
   1. applies retention: drops from the manifest the entries below the trim point, older
      than the retention age, or (queue mode) acknowledged by every group, keeping entries
-     younger than --keep-recent;
+     younger than --keep-recent; where a sealed segment must stay because its newest
+     records are younger than the age, raises the trim point past its older ones, so that
+     they are no longer read (their objects go when the whole segment has expired);
   2. lists every batch and segment object of the stream, in rounds of --max-list (a long
      listing logs its progress), and deletes those the manifest no longer references
      and that are older than --grace-period by the store's own clock (never by the local
@@ -44,8 +46,9 @@ Per stream, a pass:
 delete_on_empty needs a collector that has watched a stream stay empty, so --once never
 deletes a stream.
 
-Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"listed":N,"referenced":N,
-"young":N,"foreign":N,"deleted":N,"delete_errors":N}: the objects listed; of them, those the
+Output per stream: {"stream":..,"basin":..,"entries_dropped":N,"trim_raised_to":N,
+"listed":N,"referenced":N,"young":N,"foreign":N,"deleted":N,"delete_errors":N}: the trim
+point retention set inside a segment (0 when it did not), the objects listed; of them, those the
 manifest references, those too young to delete and those that are not batch or segment
 objects (such as gc's own clock probe, gc-probe; never touched); then the deletes done and
 failed (a failed delete is retried next pass, and counted then too; old unreferenced
@@ -74,6 +77,7 @@ type gcReportJSON struct {
 	Stream         string `json:"stream"`
 	Basin          string `json:"basin,omitempty"`
 	EntriesDropped int    `json:"entries_dropped"`
+	TrimRaisedTo   uint64 `json:"trim_raised_to"`
 	Listed         int    `json:"listed"`
 	Referenced     int    `json:"referenced"`
 	Young          int    `json:"young"`
@@ -126,7 +130,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	for _, st := range streams {
 		rep, err := col.FullPass(ctx, st.ManifestPath, st.DataPrefix)
 		rj := gcReportJSON{
-			Stream: st.Name, Basin: st.Basin, EntriesDropped: rep.EntriesDropped, Listed: rep.Listed,
+			Stream: st.Name, Basin: st.Basin, EntriesDropped: rep.EntriesDropped, TrimRaisedTo: rep.TrimRaisedTo, Listed: rep.Listed,
 			Referenced: rep.Referenced, Young: rep.Young, Foreign: rep.Foreign, Deleted: rep.Deleted,
 			DeleteErrors: rep.DeleteErrors,
 		}
