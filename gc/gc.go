@@ -190,6 +190,8 @@ type streamState struct {
 	segFirst   bool // the segment sweep lists first this pass (they alternate)
 	retry      map[string]struct{}
 	segKeys    map[string][]string // segment key -> every key beneath it (entries and child segments)
+	index      *manifest.Index     // retention's walks into segments (caches the segments read)
+	indexGen   [16]byte            // the generation index was made for
 	emptySince time.Time
 	emptyTail  uint64
 	emptyGen   [16]byte
@@ -297,17 +299,19 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	now := c.cfg.Now()
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	keepMs := uint64(c.cfg.KeepRecent / time.Millisecond)
+	expired, err := c.expiredInSegments(ctx, st, manifestPath, nowMs)
+	if err != nil {
+		if errors.Is(err, manifest.ErrNotExist) {
+			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
+		}
+		// The trim point stays where it is until a later pass; the rest of retention goes on.
+		log.Warn("retention: reading the oldest segment kept failed; its records past the age stay readable until a later pass", "err", err)
+	}
 	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
-		// Records past the age inside a sealed segment that stays (its newest records are
-		// young) stop being readable: the trim point rises past them. A segment that cannot
-		// be read leaves the trim point where it is until a later pass.
 		rep.TrimRaisedTo = 0
-		point, err := manifest.NewIndex(c.store, ms).ExpiredPrefix(ctx, nowMs)
-		if err != nil {
-			log.Warn("retention: reading the oldest segment kept failed; its expired records stay readable until a later pass", "err", err)
-		} else if point = min(point, ms.Tail.SeqNum); point > ms.TrimPoint {
-			ms.TrimPoint = point
-			rep.TrimRaisedTo = point
+		if p := min(expired.point, ms.Tail.SeqNum); p > ms.TrimPoint && ms.Generation == expired.gen && ms.Config.Retention == expired.retention {
+			ms.TrimPoint = p
+			rep.TrimRaisedTo = p
 		}
 		rep.EntriesDropped = ms.ApplyRetention(nowMs, keepMs)
 		if rep.EntriesDropped == 0 && rep.TrimRaisedTo == 0 {
@@ -316,6 +320,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 		return nil
 	}, manifest.WithBackoff(c.cfg.Backoff))
 	if err != nil {
+		rep.EntriesDropped, rep.TrimRaisedTo = 0, 0 // nothing known to be applied
 		if errors.Is(err, manifest.ErrNotExist) {
 			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
 		}
@@ -588,6 +593,42 @@ func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, er
 
 // referenced returns every key the state references: entries, segments, and everything under
 // the segments (read once per segment and cached: segments are immutable).
+// expiredRun is where retention may raise a stream's trim point: below point every record is
+// past the age, as found on a state of generation gen with retention config retention.
+type expiredRun struct {
+	point     uint64
+	gen       [16]byte
+	retention manifest.Retention
+}
+
+// expiredInSegments finds, before the manifest update that applies retention, the run of
+// records past the age at the start of the oldest sealed segment that retention keeps whole
+// (manifest.Index.ExpiredPrefix). It reads the segments outside the update, so that a walk
+// over many of them is not repeated for each conflicting commit, through the stream's index,
+// whose cache spares later passes the segments around the trim point. The run stays valid
+// for newer states of the same generation and retention config: entries only leave the
+// manifest from its start, segments never change, and what is past the age at nowMs stays so.
+func (c *Collector) expiredInSegments(ctx context.Context, st *streamState, manifestPath string, nowMs uint64) (expiredRun, error) {
+	snap, err := manifest.Load(ctx, c.store, manifestPath)
+	if err != nil {
+		return expiredRun{}, err
+	}
+	ms := snap.State
+	if ms.Config.Retention.Infinite || len(ms.Segments) == 0 {
+		return expiredRun{}, nil
+	}
+	if st.index == nil || st.indexGen != ms.Generation {
+		st.index, st.indexGen = manifest.NewIndex(c.store, ms), ms.Generation
+	} else {
+		st.index = st.index.WithState(ms)
+	}
+	point, err := st.index.ExpiredPrefix(ctx, nowMs)
+	if err != nil {
+		return expiredRun{}, err
+	}
+	return expiredRun{point: point, gen: ms.Generation, retention: ms.Config.Retention}, nil
+}
+
 func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifest.State) (map[string]struct{}, error) {
 	refs := map[string]struct{}{}
 	for i := range ms.Entries {

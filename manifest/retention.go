@@ -57,34 +57,40 @@ func (s *State) ApplyRetention(nowMs, minAgeMs uint64) int {
 	return n + j
 }
 
-// ExpiredPrefix looks inside the first sealed segment that DropPoint keeps for the retention
-// age, which it keeps whole while any entry under it is young, and returns the end of the run
-// of entries at its start (from the trim point) that arrived longer than the age before nowMs:
-// every record below the returned seq_num is past the age. It returns 0 when retention is
-// infinite, when no segment is kept for its age, or when that segment's first entry is young.
-// It reads that segment (and the segments below it) from the store.
+// ExpiredPrefix looks inside the sealed segments that DropPoint keeps for the retention age
+// (it keeps a segment whole while any entry under it is young, and every segment after it)
+// and returns the end of the run of entries, from the trim point on, that arrived longer than
+// the age before nowMs: every record below the returned seq_num is past the age. It returns
+// 0 when retention is infinite, when no segment is kept for its age, or when the first entry
+// of that run is young. It reads the segments it walks (and the segments above them) through
+// the index's cache, and stops at the first young entry or at the end of the segments.
 //
 // Package gc raises the trim point to it, so that those records stop being readable; their
 // objects stay referenced until the whole segment expires and leaves the manifest.
 func (x *Index) ExpiredPrefix(ctx context.Context, nowMs uint64) (uint64, error) {
 	s := x.st
-	if s.Config.Retention.Infinite {
+	if s.Config.Retention.Infinite || len(s.Segments) == 0 {
 		return 0, nil
 	}
 	expired := s.expiredBy(nowMs)
-	var seg *SegmentRef
+	var first *SegmentRef // the first segment DropPoint keeps for its age
 	for i := range s.Segments {
 		if !expired(s.Segments[i].MaxArrival) {
-			seg = &s.Segments[i]
+			first = &s.Segments[i]
 			break
 		}
 	}
-	if seg == nil || s.TrimPoint >= seg.EndSeq {
+	if first == nil {
+		return 0, nil
+	}
+	segEnd := s.Segments[len(s.Segments)-1].EndSeq
+	from := max(s.TrimPoint, first.FirstSeq)
+	if from >= segEnd {
 		return 0, nil
 	}
 	var end uint64
-	err := x.Walk(ctx, max(s.TrimPoint, seg.FirstSeq), func(e *Entry) error {
-		if e.FirstSeq >= seg.EndSeq || !expired(e.Arrival) {
+	err := x.Walk(ctx, from, func(e *Entry) error {
+		if e.FirstSeq >= segEnd || !expired(e.Arrival) {
 			return errStop
 		}
 		end = e.EndSeq()

@@ -151,6 +151,12 @@ func TestExpiredPrefix(t *testing.T) {
 	if got := prefix(late, 5_100_500); got != 3000 {
 		t.Fatalf("with entry 3000 young: %d, want 3000", got)
 	}
+	// The trim point past the first segment kept (which a late arrival keeps): the run is
+	// looked for from the trim point, in the segments after it.
+	late.TrimPoint = 32*SealEntries + 8
+	if got := prefix(late, (32*SealEntries+108)*1000+100_500); got != 32*SealEntries+108 {
+		t.Fatalf("with the trim point past the first segment kept: %d, want %d", got, 32*SealEntries+108)
+	}
 	// The first segment wholly expired: the run is looked for in the next one kept.
 	if got := prefix(st, (32*SealEntries+100)*1000+100_500); got != 32*SealEntries+100 {
 		t.Fatalf("past the first segment: %d, want %d", got, 32*SealEntries+100)
