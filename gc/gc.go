@@ -192,6 +192,7 @@ type streamState struct {
 	segKeys    map[string][]string // segment key -> every key beneath it (entries and child segments)
 	index      *manifest.Index     // retention's walks into segments (caches the segments read)
 	indexGen   [16]byte            // the generation index was made for
+	noWalk     bool                // the last pass saw no segment to walk (infinite retention, or none sealed)
 	emptySince time.Time
 	emptyTail  uint64
 	emptyGen   [16]byte
@@ -351,6 +352,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 		}
 		return rep, fmt.Errorf("gc: load %s: %w", manifestPath, err)
 	}
+	st.noWalk = snap.State.Config.Retention.Infinite || len(snap.State.Segments) == 0
 	refs, err := c.referenced(ctx, st, snap.State)
 	if err != nil {
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
@@ -608,7 +610,14 @@ type expiredRun struct {
 // whose cache spares later passes the segments around the trim point. The run stays valid
 // for newer states of the same generation and retention config: entries only leave the
 // manifest from its start, segments never change, and what is past the age at nowMs stays so.
+//
+// When the last pass found no segment to walk, it does not read the manifest (a pass of a
+// stream that seals its first segment, or whose retention changes, raises the trim point one
+// pass later).
 func (c *Collector) expiredInSegments(ctx context.Context, st *streamState, manifestPath string, nowMs uint64) (expiredRun, error) {
+	if st.noWalk {
+		return expiredRun{}, nil
+	}
 	snap, err := manifest.Load(ctx, c.store, manifestPath)
 	if err != nil {
 		return expiredRun{}, err
