@@ -306,7 +306,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
 		}
 		// The trim point stays where it is until a later pass; the rest of retention goes on.
-		log.Warn("retention: reading the oldest segment kept failed; its records past the age stay readable until a later pass", "err", err)
+		log.Warn("retention: looking into the sealed segments failed; records past the age in them stay readable until a later pass", "err", err)
 	}
 	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
 		rep.TrimRaisedTo = 0
@@ -593,8 +593,6 @@ func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, er
 	return info.ModTime, nil
 }
 
-// referenced returns every key the state references: entries, segments, and everything under
-// the segments (read once per segment and cached: segments are immutable).
 // expiredRun is where retention may raise a stream's trim point: below point every record is
 // past the age, as found on a state of generation gen with retention config retention.
 type expiredRun struct {
@@ -638,6 +636,8 @@ func (c *Collector) expiredInSegments(ctx context.Context, st *streamState, mani
 	return expiredRun{point: point, gen: ms.Generation, retention: ms.Config.Retention}, nil
 }
 
+// referenced returns every key the state references: entries, segments, and everything under
+// the segments (read once per segment and cached: segments are immutable).
 func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifest.State) (map[string]struct{}, error) {
 	refs := map[string]struct{}{}
 	for i := range ms.Entries {
