@@ -16,10 +16,10 @@
 //     arrived less than KeepRecent ago stay (see Config.KeepRecent). Unlike
 //     manifest.State.Prune the last entry goes too, so a drained queue references nothing.
 //     A sealed segment leaves only whole, once its newest entry is past the age; until then
-//     the same update raises the trim point past the run of expired entries at its start
-//     (manifest.Index.ExpiredPrefix, which reads that segment), so that their records are no
-//     longer read, and Report.TrimRaisedTo says where to. Their objects stay referenced, and
-//     stored, until the segment leaves.
+//     a second conditional update raises the trim point past the run of expired entries at
+//     its start (manifest.Index.ExpiredPrefix, which reads the segments first, once), so that
+//     their records are no longer read, and Report.TrimRaisedTo says where to. Their objects
+//     stay referenced, and stored, until the segment leaves.
 //  2. The store's clock. The pass writes a probe object (ProbeKey) and takes its
 //     modification time as "now" by the store's own clock; the local clock is never compared
 //     with object times. An object is old when its modification time is more than

@@ -190,9 +190,6 @@ type streamState struct {
 	segFirst   bool // the segment sweep lists first this pass (they alternate)
 	retry      map[string]struct{}
 	segKeys    map[string][]string // segment key -> every key beneath it (entries and child segments)
-	index      *manifest.Index     // retention's walks into segments (caches the segments read)
-	indexGen   [16]byte            // the generation index was made for
-	noWalk     bool                // the last pass saw no segment to walk (infinite retention, or none sealed)
 	emptySince time.Time
 	emptyTail  uint64
 	emptyGen   [16]byte
@@ -300,28 +297,15 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	now := c.cfg.Now()
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	keepMs := uint64(c.cfg.KeepRecent / time.Millisecond)
-	expired, err := c.expiredInSegments(ctx, st, manifestPath, nowMs)
-	if err != nil {
-		if errors.Is(err, manifest.ErrNotExist) {
-			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
-		}
-		// The trim point stays where it is until a later pass; the rest of retention goes on.
-		log.Warn("retention: looking into the sealed segments failed; records past the age in them stay readable until a later pass", "err", err)
-	}
-	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
-		rep.TrimRaisedTo = 0
-		if p := min(expired.point, ms.Tail.SeqNum); p > ms.TrimPoint && ms.Generation == expired.gen && ms.Config.Retention == expired.retention {
-			ms.TrimPoint = p
-			rep.TrimRaisedTo = p
-		}
+	retained, err := manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
 		rep.EntriesDropped = ms.ApplyRetention(nowMs, keepMs)
-		if rep.EntriesDropped == 0 && rep.TrimRaisedTo == 0 {
+		if rep.EntriesDropped == 0 {
 			return manifest.ErrNoChange
 		}
 		return nil
 	}, manifest.WithBackoff(c.cfg.Backoff))
 	if err != nil {
-		rep.EntriesDropped, rep.TrimRaisedTo = 0, 0 // nothing known to be applied
+		rep.EntriesDropped = 0 // nothing known to be applied
 		if errors.Is(err, manifest.ErrNotExist) {
 			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
 		}
@@ -331,9 +315,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 		c.m.entriesDropped.Add(float64(rep.EntriesDropped))
 		log.Info("retention dropped entries", "entries", rep.EntriesDropped)
 	}
-	if rep.TrimRaisedTo > 0 {
-		log.Info("retention raised the trim point past records older than the age in a sealed segment", "trim_point", rep.TrimRaisedTo)
-	}
+	c.raiseTrimInSegments(ctx, manifestPath, retained.State, nowMs, log, &rep)
 
 	// 2. The store's clock: write a probe and read its modification time. It happens before
 	// the manifest is read again, so every object old enough to delete was either
@@ -352,7 +334,6 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 		}
 		return rep, fmt.Errorf("gc: load %s: %w", manifestPath, err)
 	}
-	st.noWalk = snap.State.Config.Retention.Infinite || len(snap.State.Segments) == 0
 	refs, err := c.referenced(ctx, st, snap.State)
 	if err != nil {
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
@@ -593,47 +574,46 @@ func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, er
 	return info.ModTime, nil
 }
 
-// expiredRun is where retention may raise a stream's trim point: below point every record is
-// past the age, as found on a state of generation gen with retention config retention.
-type expiredRun struct {
-	point     uint64
-	gen       [16]byte
-	retention manifest.Retention
-}
-
-// expiredInSegments finds, before the manifest update that applies retention, the run of
-// records past the age at the start of the oldest sealed segment that retention keeps whole
-// (manifest.Index.ExpiredPrefix). It reads the segments outside the update, so that a walk
-// over many of them is not repeated for each conflicting commit, through the stream's index,
-// whose cache spares later passes the segments around the trim point. The run stays valid
-// for newer states of the same generation and retention config: entries only leave the
-// manifest from its start, segments never change, and what is past the age at nowMs stays so.
-//
-// When the last pass found no segment to walk, it does not read the manifest (a pass of a
-// stream that seals its first segment, or whose retention changes, raises the trim point one
-// pass later).
-func (c *Collector) expiredInSegments(ctx context.Context, st *streamState, manifestPath string, nowMs uint64) (expiredRun, error) {
-	if st.noWalk {
-		return expiredRun{}, nil
-	}
-	snap, err := manifest.Load(ctx, c.store, manifestPath)
-	if err != nil {
-		return expiredRun{}, err
-	}
-	ms := snap.State
+// raiseTrimInSegments is retention inside the sealed segments: a segment leaves the manifest
+// only whole, once its newest entry is past the age, so the trim point rises past the run of
+// entries past the age at the start of the oldest segment kept (manifest.Index.ExpiredPrefix,
+// found on ms, the state retention just wrote or read), and their records stop being readable.
+// The segments are read before the conditional write that raises it, once, so that producers
+// committing meanwhile cannot make every attempt repeat a long walk; the run stays valid for
+// newer states of the same generation and retention config (entries leave the manifest only
+// from its start, segments never change, and what is past the age at nowMs stays so). A
+// failure leaves the trim point for a later pass, and the pass goes on.
+func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string, ms *manifest.State, nowMs uint64, log *slog.Logger, rep *Report) {
 	if ms.Config.Retention.Infinite || len(ms.Segments) == 0 {
-		return expiredRun{}, nil
+		return
 	}
-	if st.index == nil || st.indexGen != ms.Generation {
-		st.index, st.indexGen = manifest.NewIndex(c.store, ms), ms.Generation
-	} else {
-		st.index = st.index.WithState(ms)
-	}
-	point, err := st.index.ExpiredPrefix(ctx, nowMs)
+	point, err := manifest.NewIndex(c.store, ms).ExpiredPrefix(ctx, nowMs)
 	if err != nil {
-		return expiredRun{}, err
+		log.Warn("retention: looking into the sealed segments failed; records past the age in them stay readable until a later pass", "err", err)
+		return
 	}
-	return expiredRun{point: point, gen: ms.Generation, retention: ms.Config.Retention}, nil
+	if point <= ms.TrimPoint {
+		return
+	}
+	gen, retention := ms.Generation, ms.Config.Retention
+	var raised uint64
+	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
+		raised = 0
+		p := min(point, ms.Tail.SeqNum)
+		if p <= ms.TrimPoint || ms.Generation != gen || ms.Config.Retention != retention {
+			return manifest.ErrNoChange
+		}
+		ms.TrimPoint, raised = p, p
+		return nil
+	}, manifest.WithBackoff(c.cfg.Backoff))
+	if err != nil {
+		log.Warn("retention: raising the trim point past records past the age failed; a later pass tries again", "err", err)
+		return
+	}
+	if raised > 0 {
+		rep.TrimRaisedTo = raised
+		log.Info("retention raised the trim point past records older than the age in a sealed segment", "trim_point", raised)
+	}
 }
 
 // referenced returns every key the state references: entries, segments, and everything under

@@ -79,9 +79,9 @@ func bigSegmentStream(t *testing.T, store objectstore.Store) {
 	}
 }
 
-// Segment objects read per pass: retention's walk into the oldest segment kept reads what it
-// needs once; later passes find those segments in the stream's index (and the references in
-// the collector's own cache), and read none.
+// Segment objects read per pass: retention's walk into the oldest segment kept reads the run
+// past the age once; later passes start at the raised trim point and read only the segments
+// that hold it, one per level (the collector's references come from its own cache).
 func TestRetentionSegmentReadsPerPass(t *testing.T) {
 	ctx := context.Background()
 	rs := &segCountStore{Store: objectstore.NewMemStore()}
@@ -102,8 +102,8 @@ func TestRetentionSegmentReadsPerPass(t *testing.T) {
 		if i == 0 && (reads == 0 || rep.TrimRaisedTo != 5001) {
 			t.Fatalf("first pass: %d segment reads, trim raised to %d; want some and 5001", reads, rep.TrimRaisedTo)
 		}
-		if i > 0 && (reads != 0 || rep.TrimRaisedTo != 0) {
-			t.Fatalf("pass %d: %d segment reads, trim raised to %d; want 0 and 0", i, reads, rep.TrimRaisedTo)
+		if i > 0 && (reads > 2 || rep.TrimRaisedTo != 0) {
+			t.Fatalf("pass %d: %d segment reads, trim raised to %d; want at most 2 (a level-1 segment and the level-0 one holding the trim point) and 0", i, reads, rep.TrimRaisedTo)
 		}
 	}
 }

@@ -39,7 +39,8 @@
 //     fresh unique key DataPathPrefix + "/" + 12 hex digits of Unix ms + 16 random hex
 //     digits, by one of UploadConcurrency uploaders. A failed upload is retried with
 //     jittered exponential backoff, each attempt under a new key, until it succeeds or the
-//     producer closes. Each failure is logged at Warn; one the store refuses (a missing
+//     producer is aborted (Close waits for it until Close's context ends). Each failure is
+//     logged at Warn; one the store refuses (a missing
 //     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
 //     operator can cure, at Error, with its class, as are the manifest reads and writes
 //     that fail so.

@@ -2,11 +2,13 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -17,9 +19,16 @@ import (
 // (ErrAccessDenied).
 type refuseStore struct {
 	objectstore.Store
-	kind error
-	mu   sync.Mutex
-	n    int
+	kind  error
+	mu    sync.Mutex
+	n     int
+	count int // puts refused so far
+}
+
+func (s *refuseStore) refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
 }
 
 func (s *refuseStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
@@ -27,6 +36,7 @@ func (s *refuseStore) Put(ctx context.Context, key string, body io.Reader, size 
 	refuse := s.n > 0 && !strings.HasSuffix(key, "/manifest")
 	if refuse {
 		s.n--
+		s.count++
 	}
 	s.mu.Unlock()
 	if refuse {
@@ -107,5 +117,63 @@ func TestRefusedUploadsLogAtError(t *testing.T) {
 				t.Fatalf("logged at %v with class %q, want %v and %q", level, class, c.level, c.class)
 			}
 		})
+	}
+}
+
+// refuseManifestStore refuses the first n puts of the manifest with kind.
+type refuseManifestStore struct {
+	objectstore.Store
+	kind error
+	mu   sync.Mutex
+	n    int
+}
+
+func (s *refuseManifestStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	s.mu.Lock()
+	refuse := s.n > 0 && strings.HasSuffix(key, "/manifest")
+	if refuse {
+		s.n--
+	}
+	s.mu.Unlock()
+	if refuse {
+		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, s.kind, nil)
+	}
+	return s.Store.Put(ctx, key, body, size, cond)
+}
+
+// A manifest write the store refuses is logged at Error with its class too.
+func TestRefusedManifestWriteLogsAtError(t *testing.T) {
+	store := &refuseManifestStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 2}
+	logs := &logRecords{}
+	cfg := testConfig(store)
+	cfg.Logger = slog.New(logs)
+	p := newProducer(t, cfg)
+	_, err := p.AppendSync(context.Background(), batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(context.Background())
+	level, class, ok := logs.find("manifest write failed, retrying")
+	if !ok || level != slog.LevelError || class != "access_denied" {
+		t.Fatalf("manifest write refused: logged %v at %v with class %q; want Error and access_denied", ok, level, class)
+	}
+}
+
+// Close drains: it waits for an upload the store keeps refusing until its context ends, then
+// aborts, and the append's ticket fails (as the package doc says).
+func TestCloseWithRefusedUploadsWaitsForItsContext(t *testing.T) {
+	store := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrNoBucket, n: 1 << 30}
+	cfg := testConfig(store)
+	p := newProducer(t, cfg)
+	tk, err := p.Append(context.Background(), batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	cerr := p.Close(ctx)
+	_, werr := tk.Wait(context.Background())
+	if !errors.Is(cerr, context.DeadlineExceeded) || werr == nil || store.refused() == 0 {
+		t.Fatalf("Close: %v; ticket: %v; refused uploads %d; want Close to end with its context, the ticket failed, refusals", cerr, werr, store.refused())
 	}
 }
