@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/manifest"
-	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // commitLoop is the one committer: it commits uploaded batches in batch order, every ready
@@ -150,7 +149,7 @@ func (p *Producer) commitGroup(group []*batch) {
 		}
 		p.m.commitErrors.WithLabelValues(kind).Inc()
 		if kind != "conflict" {
-			p.log.Log(p.ctx, retryLevel(err), "manifest write failed, retrying", "kind", kind, "batches", len(group), "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
+			p.logRetry("manifest write failed, retrying", err, "kind", kind, "batches", len(group), "attempt", attempt)
 		}
 	}
 }
@@ -187,7 +186,7 @@ func (p *Producer) reload() bool {
 				return false
 			}
 		}
-		p.log.Log(p.ctx, retryLevel(err), "manifest read failed, retrying", "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
+		p.logRetry("manifest read failed, retrying", err, "attempt", attempt)
 		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {
 			return false
 		}
@@ -228,7 +227,7 @@ func (p *Producer) resolveCommitted(group []*batch) (rest []*batch, known bool) 
 			return nil, true
 		}
 		if ferr != nil {
-			p.log.Log(p.ctx, retryLevel(ferr), "looking up committed batches, retrying", "class", objectstore.ErrorClass(ferr), "err", ferr)
+			p.logRetry("looking up committed batches, retrying", ferr)
 			return group, false
 		}
 	}

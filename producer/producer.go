@@ -510,14 +510,15 @@ func (p *Producer) uploadLoop() {
 	}
 }
 
-// retryLevel is the level of a "failed, retrying" log line: Error when the store refuses
-// (objectstore.Refused), which retrying cures only once an operator creates the bucket or
-// fixes the credentials, Warn for everything else.
-func retryLevel(err error) slog.Level {
+// logRetry logs a "failed, retrying" line with args, the error's class and the error: at
+// Error when the store refuses (objectstore.Refused), which retrying cures only once an
+// operator creates the bucket or fixes the credentials, at Warn for everything else.
+func (p *Producer) logRetry(msg string, err error, args ...any) {
+	level := slog.LevelWarn
 	if objectstore.Refused(err) {
-		return slog.LevelError
+		level = slog.LevelError
 	}
-	return slog.LevelWarn
+	p.log.Log(p.ctx, level, msg, append(args, "class", objectstore.ErrorClass(err), "err", err)...)
 }
 
 // upload writes b's object create-only under a fresh key, retrying (each attempt under a new
@@ -551,7 +552,7 @@ func (p *Producer) upload(b *batch) error {
 			return p.ctx.Err()
 		}
 		p.m.uploadErrors.Inc()
-		p.log.Log(p.ctx, retryLevel(err), "upload failed, retrying", "batch", b.num, "key", key, "attempt", attempt, "class", objectstore.ErrorClass(err), "err", err)
+		p.logRetry("upload failed, retrying", err, "batch", b.num, "key", key, "attempt", attempt)
 		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
 			return err
 		}

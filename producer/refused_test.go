@@ -14,15 +14,16 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// refuseStore refuses the first n puts of batch objects (every key but the manifest's) with
-// kind, as S3 does a deleted bucket (objectstore.ErrNoBucket) or revoked credentials
-// (ErrAccessDenied).
+// refuseStore refuses the first n puts of batch objects (every key but the manifest's), or of
+// the manifest when manifest is set, with kind, as S3 does a deleted bucket
+// (objectstore.ErrNoBucket) or revoked credentials (ErrAccessDenied).
 type refuseStore struct {
 	objectstore.Store
-	kind  error
-	mu    sync.Mutex
-	n     int
-	count int // puts refused so far
+	kind     error
+	manifest bool
+	mu       sync.Mutex
+	n        int
+	count    int // puts refused so far
 }
 
 func (s *refuseStore) refused() int {
@@ -33,7 +34,7 @@ func (s *refuseStore) refused() int {
 
 func (s *refuseStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
 	s.mu.Lock()
-	refuse := s.n > 0 && !strings.HasSuffix(key, "/manifest")
+	refuse := s.n > 0 && strings.HasSuffix(key, "/manifest") == s.manifest
 	if refuse {
 		s.n--
 		s.count++
@@ -120,30 +121,9 @@ func TestRefusedUploadsLogAtError(t *testing.T) {
 	}
 }
 
-// refuseManifestStore refuses the first n puts of the manifest with kind.
-type refuseManifestStore struct {
-	objectstore.Store
-	kind error
-	mu   sync.Mutex
-	n    int
-}
-
-func (s *refuseManifestStore) Put(ctx context.Context, key string, body io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
-	s.mu.Lock()
-	refuse := s.n > 0 && strings.HasSuffix(key, "/manifest")
-	if refuse {
-		s.n--
-	}
-	s.mu.Unlock()
-	if refuse {
-		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, s.kind, nil)
-	}
-	return s.Store.Put(ctx, key, body, size, cond)
-}
-
 // A manifest write the store refuses is logged at Error with its class too.
 func TestRefusedManifestWriteLogsAtError(t *testing.T) {
-	store := &refuseManifestStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 2}
+	store := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, manifest: true, n: 2}
 	logs := &logRecords{}
 	cfg := testConfig(store)
 	cfg.Logger = slog.New(logs)
