@@ -584,9 +584,6 @@ func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, er
 // from its start, segments never change, and what is past the age at nowMs stays so). A
 // failure leaves the trim point for a later pass, and the pass goes on.
 func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string, ms *manifest.State, nowMs uint64, log *slog.Logger, rep *Report) {
-	if ms.Config.Retention.Infinite || len(ms.Segments) == 0 {
-		return
-	}
 	point, err := manifest.NewIndex(c.store, ms).ExpiredPrefix(ctx, nowMs)
 	if err != nil {
 		log.Warn("retention: looking into the sealed segments failed; records past the age in them stay readable until a later pass", "err", err)
