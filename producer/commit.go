@@ -32,6 +32,7 @@ func (p *Producer) nextGroup() []*batch {
 			return nil
 		}
 		p.mu.Lock()
+		expiry := p.expireLocked(time.Now())
 		n := 0
 		for n < len(p.pending) && n < p.cfg.MaxGroupBatches && p.pending[n].uploaded {
 			n++
@@ -41,9 +42,25 @@ func (p *Producer) nextGroup() []*batch {
 		if n > 0 {
 			return group
 		}
+		// Wait for an upload, or until the oldest batch passes DeliveryTimeout (its uploads
+		// may never return to fail it themselves).
+		var timer *time.Timer
+		var timeout <-chan time.Time
+		if !expiry.IsZero() {
+			timer = time.NewTimer(time.Until(expiry))
+			timeout = timer.C
+		}
+		stopped := false
 		select {
 		case <-p.comKick:
+		case <-timeout:
 		case <-p.ctx.Done():
+			stopped = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if stopped {
 			return nil
 		}
 	}
@@ -76,19 +93,44 @@ func (p *Producer) commitGroup(group []*batch) {
 		if !p.refreshStale(group) {
 			return
 		}
+		// From here a manifest write holds the group, and DeliveryTimeout no longer fails
+		// it. Batches that failed with it meanwhile are a suffix of the group: leave them
+		// out.
+		p.mu.Lock()
+		for i, b := range group {
+			if b.expired {
+				group = group[:i]
+				break
+			}
+			b.attempted = true
+			if !slices.Contains(b.triedKeys, b.key) {
+				b.triedKeys = append(b.triedKeys, b.key)
+			}
+		}
+		p.mu.Unlock()
+		if len(group) == 0 {
+			return
+		}
 		st := p.snap.State.Clone()
 		results := make([]*manifest.BatchResult, len(group))
 		// Chains (AppendChained): an append is applied only if no earlier append of its
-		// chain failed, in earlier commits (Chain.failed) or earlier in this one (broken).
+		// chain failed, in earlier batches (Chain.failedBeforeLocked) or earlier in this
+		// commit (broken).
 		var broken map[*Chain]bool
 		for i, b := range group {
 			mb := &manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), ProducerID: p.id,
 				BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends}
 			if b.chained {
-				tickets := b.tickets
+				tickets, num := b.tickets, b.num
 				mb.Skip = func(j int) bool {
 					c := tickets[j].chain
-					return c != nil && (c.Failed() || broken[c])
+					if c == nil {
+						return false
+					}
+					p.mu.Lock()
+					before := c.failedBeforeLocked(p, num)
+					p.mu.Unlock()
+					return before || broken[c]
 				}
 				mb.Rejected = func(j int) {
 					if c := tickets[j].chain; c != nil {
@@ -109,14 +151,6 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 			results[i] = res
 		}
-		p.mu.Lock()
-		for _, b := range group {
-			b.attempted = true
-			if !slices.Contains(b.triedKeys, b.key) {
-				b.triedKeys = append(b.triedKeys, b.key)
-			}
-		}
-		p.mu.Unlock()
 		start := time.Now()
 		wres, err := manifest.Write(p.ctx, p.store, p.cfg.ManifestPath, st, p.snap.Version)
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
@@ -299,7 +333,7 @@ func (p *Producer) refreshStale(group []*batch) bool {
 			stale = true
 			old := b.key
 			if err := p.upload(b); err != nil {
-				return false
+				return false // aborted, or expired (DeliveryTimeout): the committer goes on with what is left
 			}
 			p.m.reuploads.Inc()
 			// The old object is left to the collector: no write of ours references it (the

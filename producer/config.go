@@ -57,6 +57,17 @@ type Config struct {
 	CommitDeadline time.Duration
 	// Backoff between retries of uploads, manifest reads and manifest writes.
 	Backoff manifest.Backoff
+	// DeliveryTimeout bounds how long an append waits for its batch object to be stored.
+	// Zero, the default, means no bound: uploads are retried until they succeed or Close
+	// gives up, as long as the store refuses them (a deleted bucket, revoked credentials) or
+	// fails. When it is set and a batch has been neither stored and committed nor held by a
+	// manifest write DeliveryTimeout after it was flushed, its appends fail with
+	// ErrDeliveryTimeout (wrapping the last store error), and so do the appends of every
+	// batch flushed after it, so that appends never resolve out of order; none of them is in
+	// the stream, and their buffer space is freed for new appends. A batch a manifest write
+	// has already held is not failed by the timeout: it waits for that write's outcome,
+	// which the committer keeps retrying to learn. Must not be negative.
+	DeliveryTimeout time.Duration
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
 	// Two live producers must never share an id. A fixed id may be reused by a restarted
 	// process only once the previous process is gone for good: wait CommitDeadline after it
@@ -93,6 +104,7 @@ func DefaultConfig() Config {
 		MaxGroupBatches:   256,
 		CommitDeadline:    5 * time.Minute,
 		Backoff:           manifest.DefaultBackoff(),
+		DeliveryTimeout:   0,
 		ProducerID:        "",
 		Batching:          batchfmt.DefaultBatchingConfig(),
 		CreateStream:      true,
@@ -147,6 +159,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CommitDeadline <= 0 || c.CommitDeadline >= manifest.ProducerExpiry {
 		bad("commit deadline %v must be > 0 and shorter than the producer table expiry %v", c.CommitDeadline, manifest.ProducerExpiry)
+	}
+	if c.DeliveryTimeout < 0 {
+		bad("delivery timeout %v must not be negative (0 means no bound)", c.DeliveryTimeout)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		bad("%v", err)

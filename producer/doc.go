@@ -38,8 +38,11 @@
 //     producer's clock, used by the timestamping rules), and is uploaded create-only under a
 //     fresh unique key DataPathPrefix + "/" + 12 hex digits of Unix ms + 16 random hex
 //     digits, by one of UploadConcurrency uploaders. A failed upload is retried with
-//     jittered exponential backoff, each attempt under a new key, until it succeeds or the
-//     producer is aborted (Close waits for it until Close's context ends). Each failure is
+//     jittered exponential backoff, each attempt under a new key, until it succeeds, the
+//     producer is aborted (Close waits for it until Close's context ends), or, with
+//     Config.DeliveryTimeout set, the batch was flushed that long ago: then its appends, and
+//     those of every batch flushed after it, fail with ErrDeliveryTimeout and are not in the
+//     stream (a batch a manifest write already holds is not failed so). Each failure is
 //     logged at Warn; one the store refuses (a missing
 //     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
 //     operator can cure, at Error, with its class, as are the manifest reads and writes

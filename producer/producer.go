@@ -34,7 +34,15 @@ var (
 	// number that another process committed (a fixed ProducerID reused sooner than
 	// CommitDeadline after the process that had it died). The append's outcome is unknown.
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
+	// ErrDeliveryTimeout: the append's batch object was not stored within
+	// Config.DeliveryTimeout, or an earlier batch's was not (appends resolve in order). No
+	// manifest write held it: it is not in the stream. The error also wraps the last store
+	// error of the batch that timed out, if any (objectstore.ErrNoBucket, say).
+	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
+
+// errExpired stops the upload of a batch whose appends failed with ErrDeliveryTimeout.
+var errExpired = errors.New("producer: batch expired")
 
 // Position is a record's place in the stream.
 type Position = manifest.Position
@@ -49,7 +57,7 @@ type Ack struct {
 // Ticket resolves when its append is committed (the manifest write holding it succeeded) or
 // has failed. Failures: *manifest.SeqNumMismatchError, *manifest.FencingTokenMismatchError,
 // manifest.ErrTimestampRequired (the append's condition failed at commit time; nothing of it
-// is in the stream), ErrAborted, ErrOutcomeUnknown, ErrPositionsUnavailable, or a fatal
+// is in the stream), ErrDeliveryTimeout, ErrAborted, ErrOutcomeUnknown, ErrPositionsUnavailable, or a fatal
 // stream error (manifest.ErrNotExist, manifest.ErrGenerationChanged, manifest.ErrCorrupt
 // after repeated reads), joined with ErrOutcomeUnknown when a write had been attempted.
 type Ticket struct {
@@ -79,8 +87,13 @@ type Ticket struct {
 // old one have resolved, so that none of them can fail after a later one has committed.
 type Chain struct {
 	failed atomic.Bool
-	last   *Ticket   // the last append handed over (the submitting goroutine's)
-	lastP  *Producer // the producer it was handed to
+	// The first failure's producer and batch number (guarded by that producer's mu): a
+	// batch committed after a later batch failed (DeliveryTimeout fails later batches
+	// while an earlier one's manifest write is retried) still applies the chain's appends.
+	failP   *Producer
+	failNum uint64
+	last    *Ticket   // the last append handed over (the submitting goroutine's)
+	lastP   *Producer // the producer it was handed to
 }
 
 // testHookChainMove, if set, is called when AppendChained waits for a chain's appends on
@@ -89,6 +102,12 @@ var testHookChainMove func()
 
 // Failed reports whether an append of the chain has failed (false for a nil chain).
 func (c *Chain) Failed() bool { return c != nil && c.failed.Load() }
+
+// failedBeforeLocked reports whether an append of c failed in a batch of p before batch num,
+// or on another producer; p.mu is held.
+func (c *Chain) failedBeforeLocked(p *Producer, num uint64) bool {
+	return c != nil && c.failed.Load() && (c.failP != p || c.failNum < num)
+}
 
 // Wait waits until the last append handed over has resolved (or ctx ends), so that a caller
 // moving the chain to another producer (the stream's was closed) keeps its order.
@@ -132,14 +151,17 @@ type batch struct {
 	chained   bool // some ticket has a Chain
 	metered   int64
 	opened    time.Time
+	sealed    time.Time // when it was flushed: DeliveryTimeout runs from here
 	arrivalMs uint64
 
 	// Set by uploaders / the committer.
 	data        []byte
 	key         string
 	uploadStart time.Time
-	uploaded    bool // guarded by Producer.mu
-	attempted   bool // a manifest write holding it was attempted (committer only)
+	uploaded    bool  // guarded by Producer.mu
+	attempted   bool  // a manifest write holding it was attempted (set by the committer under Producer.mu)
+	expired     bool  // its appends failed with ErrDeliveryTimeout (guarded by Producer.mu)
+	lastErr     error // its last upload's error (guarded by Producer.mu)
 	// triedKeys are the keys it was named by in attempted manifest writes (committer only):
 	// an entry under its batch number with another key is not its own (an earlier run of a
 	// fixed producer id whose row was evicted).
@@ -443,12 +465,20 @@ func (p *Producer) sealLocked() {
 		return
 	}
 	p.open = nil
+	b.sealed = time.Now()
 	b.arrivalMs = uint64(max(p.cfg.Now().UnixMilli(), 0))
 	p.pending = append(p.pending, b)
 	p.toUpload = append(p.toUpload, b)
 	select {
 	case p.upKick <- struct{}{}:
 	default:
+	}
+	if p.cfg.DeliveryTimeout > 0 {
+		// The committer times the oldest batch's DeliveryTimeout: let it see this one.
+		select {
+		case p.comKick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -494,7 +524,9 @@ func (p *Producer) uploadLoop() {
 				return
 			}
 		}
-		if err := p.upload(b); err != nil {
+		if err := p.upload(b); errors.Is(err, errExpired) {
+			continue // its appends failed with ErrDeliveryTimeout
+		} else if err != nil {
 			return // aborted; Close fails the tickets
 		}
 		if b.data == nil {
@@ -523,7 +555,7 @@ func (p *Producer) logRetry(msg string, err error, args ...any) {
 
 // upload writes b's object create-only under a fresh key, retrying (each attempt under a new
 // key, so an attempt with an unknown outcome can never be mistaken for another) until it
-// succeeds or the producer is aborted.
+// succeeds, the producer is aborted, or b's appends fail with ErrDeliveryTimeout (errExpired).
 func (p *Producer) upload(b *batch) error {
 	if b.data == nil {
 		data, err := b.enc.Finish()
@@ -552,11 +584,75 @@ func (p *Producer) upload(b *batch) error {
 			return p.ctx.Err()
 		}
 		p.m.uploadErrors.Inc()
+		p.mu.Lock()
+		b.lastErr = err
+		p.expireLocked(time.Now())
+		expired := b.expired
+		p.mu.Unlock()
+		if expired {
+			return errExpired
+		}
 		p.logRetry("upload failed, retrying", err, "batch", b.num, "key", key, "attempt", attempt)
 		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
 			return err
 		}
+		p.mu.Lock()
+		expired = b.expired // by the committer's timer, meanwhile
+		p.mu.Unlock()
+		if expired {
+			return errExpired
+		}
 	}
+}
+
+// expireLocked applies DeliveryTimeout at now: if the oldest pending batch that no manifest
+// write has held was flushed DeliveryTimeout ago or more, it fails that batch's appends
+// with ErrDeliveryTimeout, and those of every pending batch after it (none of which a write
+// has held either: the committer takes batches in order), and drops them. It returns when
+// the oldest such batch left will expire (zero if none, or no timeout is set).
+func (p *Producer) expireLocked(now time.Time) (next time.Time) {
+	timeout := p.cfg.DeliveryTimeout
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	i := 0
+	for i < len(p.pending) && p.pending[i].attempted {
+		i++
+	}
+	if i == len(p.pending) {
+		return time.Time{}
+	}
+	first := p.pending[i]
+	if deadline := first.sealed.Add(timeout); now.Before(deadline) {
+		return deadline
+	}
+	cause := fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
+	if first.lastErr != nil {
+		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, timeout, first.lastErr)
+	}
+	expired := p.pending[i:]
+	appends := 0
+	for _, b := range expired {
+		b.expired = true
+		appends += len(b.tickets)
+		err := cause
+		if b != first {
+			err = fmt.Errorf("%w: batch %d failed after batch %d: %w", ErrDeliveryTimeout, b.num, first.num, cause)
+		}
+		p.resolveLocked(b, nil, Position{}, err)
+	}
+	p.log.Error("appends failed: their batches were not stored within the delivery timeout", "batches", len(expired), "appends", appends,
+		"first_batch", first.num, "timeout", timeout, "class", objectstore.ErrorClass(first.lastErr), "err", first.lastErr)
+	p.pending = p.pending[:i:i]
+	kept := p.toUpload[:0]
+	for _, b := range p.toUpload {
+		if !b.expired {
+			kept = append(kept, b)
+		}
+	}
+	clear(p.toUpload[len(kept):])
+	p.toUpload = kept
+	return time.Time{}
 }
 
 // Flush flushes the open batch (and Submit's pending records) and waits until every append
@@ -583,7 +679,10 @@ func (p *Producer) Flush(ctx context.Context) error {
 func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
 	for {
 		p.mu.Lock()
-		done, fatal, ch := p.resolved >= target, p.fatal, p.progress
+		// Batches resolve in order but for DeliveryTimeout, which can fail later batches
+		// while earlier ones, held by a manifest write, are still pending.
+		done := p.resolved >= target && (len(p.pending) == 0 || p.pending[0].num > target)
+		fatal, ch := p.fatal, p.progress
 		p.mu.Unlock()
 		if done {
 			return nil
@@ -690,8 +789,11 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 			p.m.bytes.Add(float64(t.metered))
 			p.m.ackLatency.Observe(time.Since(t.start).Seconds())
 		}
-		if t.err != nil && t.chain != nil {
-			t.chain.failed.Store(true)
+		if c := t.chain; t.err != nil && c != nil {
+			if !c.failed.Load() || (c.failP == p && b.num < c.failNum) {
+				c.failP, c.failNum = p, b.num
+			}
+			c.failed.Store(true)
 		}
 		close(t.done)
 	}
