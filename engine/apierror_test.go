@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -26,6 +27,10 @@ func TestAPIErrorMessages(t *testing.T) {
 		{objectstore.NewOpError("list", "bucket-x/basins/", objectstore.ErrNoBucket, errors.New("NoSuchBucket: bucket-x")), s2api.CodeStorage, "storage error (no_bucket)"},
 		{objectstore.NewOpError("get", "k", objectstore.ErrAccessDenied, errors.New("403")), s2api.CodeStorage, "storage error (access_denied)"},
 		{objectstore.NewOpError("get", "k", nil, errors.New("connection reset")), s2api.CodeStorage, "storage error"},
+		// A delivery timeout says nothing was written (a client may resend), with the cause's
+		// class when the store gave one.
+		{fmt.Errorf("%w: batch 3 not stored within 30s (no store request finished)", producer.ErrDeliveryTimeout), s2api.CodeUnavailable, "the append was not stored within the delivery timeout; nothing of it was written"},
+		{fmt.Errorf("%w: batch 3 not stored within 30s: %w", producer.ErrDeliveryTimeout, objectstore.NewOpError("put", "basins/b/streams/s/data/x", objectstore.ErrNoBucket, nil)), s2api.CodeUnavailable, "the append was not stored within the delivery timeout; nothing of it was written (storage error (no_bucket))"},
 	} {
 		var ae *s2api.Error
 		if !errors.As(apiError(tc.err), &ae) {

@@ -30,6 +30,12 @@ import (
 	"github.com/sluice-dev/sluice/producer"
 )
 
+// DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append whose
+// batch the store has refused, or not answered for, this long fails with a 503 that says
+// nothing of it was written (so a client may resend it without writing it twice), instead
+// of waiting, and holding its buffer space, for as long as the store is out.
+const DefaultDeliveryTimeout = 30 * time.Second
+
 // Config configures an Engine. Start from DefaultConfig.
 type Config struct {
 	// Store holds every stream. Required.
@@ -53,11 +59,12 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: producers with the seeds' defaults but a 10 ms
-// flush interval (an HTTP append waits for its commit, so the daemon favours latency), and a
-// one-minute idle timeout.
+// flush interval (an HTTP append waits for its commit, so the daemon favours latency) and a
+// delivery timeout of DefaultDeliveryTimeout, and a one-minute idle timeout.
 func DefaultConfig() Config {
 	pc := producer.DefaultConfig()
 	pc.FlushInterval = 10 * time.Millisecond
+	pc.DeliveryTimeout = DefaultDeliveryTimeout
 	return Config{
 		Producer:    pc,
 		Consumer:    consumer.DefaultConfig(),

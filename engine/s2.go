@@ -54,6 +54,13 @@ func apiError(err error) error {
 		return &s2api.Error{Code: s2api.CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrClosed), errors.Is(err, producer.ErrClosed):
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the server is shutting down", Err: err}
+	case errors.Is(err, producer.ErrDeliveryTimeout):
+		// Not err's text (it names keys); the cause's class, if the store gave one.
+		msg := "the append was not stored within the delivery timeout; nothing of it was written"
+		if c := objectstore.ErrorClass(err); c != "" && c != "other" {
+			msg += " (storage error (" + c + "))"
+		}
+		return &s2api.Error{Code: s2api.CodeUnavailable, Message: msg, Err: err}
 	case errors.Is(err, objectstore.ErrOutcomeUnknown), errors.Is(err, manifest.ErrOutcomeUnknown):
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the outcome of a storage write is unknown; retry", Err: err}
 	case errors.Is(err, manifest.ErrCorrupt), errors.Is(err, batchfmt.ErrCorrupt),

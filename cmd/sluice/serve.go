@@ -33,6 +33,7 @@ type serveFlags struct {
 	tlsKey          string
 	maxBodyBytes    int64
 	flushInterval   time.Duration
+	deliveryTimeout time.Duration
 	gcInterval      time.Duration
 	gcGracePeriod   time.Duration
 	noGC            bool
@@ -74,6 +75,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted, in bytes (at least 1 MiB)")
 	fl.Var(newDurationValue(&f.flushInterval, engine.DefaultConfig().Producer.FlushInterval), "flush-interval", "how long a producer collects appends into one batch object")
+	fl.Var(newDurationValue(&f.deliveryTimeout, engine.DefaultDeliveryTimeout), "delivery-timeout", "how long an append may wait for the store to take its batch before it fails with 503 unavailable, nothing of it written (0: wait as long as the store is out)")
 	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
 	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
@@ -96,6 +98,9 @@ func (f *serveFlags) validate() error {
 	}
 	if f.flushInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --flush-interval: must not be negative", f.flushInterval))
+	}
+	if f.deliveryTimeout < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --delivery-timeout: must not be negative (0 means no bound)", f.deliveryTimeout))
 	}
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
@@ -149,6 +154,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Logger = log
 	ecfg.Registerer = reg
 	ecfg.Producer.FlushInterval = f.flushInterval
+	ecfg.Producer.DeliveryTimeout = f.deliveryTimeout
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
 	if !f.noGC {

@@ -68,3 +68,28 @@ func TestServeWarnsOfNewStoreDir(t *testing.T) {
 		t.Errorf("serve on an existing directory warned:\n%s", out)
 	}
 }
+
+// TestServeDeliveryTimeoutFlag: --delivery-timeout (and SLUICE_DELIVERY_TIMEOUT) takes a
+// duration, and a bad one is refused with a message that names the flag; --help gives the
+// default.
+func TestServeDeliveryTimeoutFlag(t *testing.T) {
+	dir := t.TempDir()
+	r := sluice(t, dir, "", nil, "serve", "--listen", "127.0.0.1:0", "--store", "mem://", "--delivery-timeout", "-1s")
+	if r.code == 0 || !strings.Contains(r.stderr, "delivery-timeout") {
+		t.Errorf("serve --delivery-timeout -1s: exit %d, stderr %q; want an error naming --delivery-timeout", r.code, strings.TrimSpace(r.stderr))
+	}
+	r = sluice(t, dir, "", []string{"SLUICE_DELIVERY_TIMEOUT=soon"}, "serve", "--listen", "127.0.0.1:0", "--store", "mem://")
+	if r.code == 0 || !strings.Contains(r.stderr, "delivery-timeout") || !strings.Contains(r.stderr, "SLUICE_DELIVERY_TIMEOUT") {
+		t.Errorf("SLUICE_DELIVERY_TIMEOUT=soon: exit %d, stderr %q; want an error naming the flag and the variable", r.code, strings.TrimSpace(r.stderr))
+	}
+	r = sluice(t, dir, "", nil, "serve", "--help")
+	line := ""
+	for l := range strings.Lines(r.stdout) {
+		if strings.Contains(l, "--delivery-timeout duration") {
+			line = l
+		}
+	}
+	if r.code != 0 || !strings.Contains(line, "(default 30s)") {
+		t.Errorf("serve --help: exit %d, no --delivery-timeout line with its default 30s:\n%s", r.code, r.stdout)
+	}
+}
