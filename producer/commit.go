@@ -32,7 +32,6 @@ func (p *Producer) nextGroup() []*batch {
 			return nil
 		}
 		p.mu.Lock()
-		expiry := p.expireLocked(time.Now())
 		n := 0
 		for n < len(p.pending) && n < p.cfg.MaxGroupBatches && p.pending[n].uploaded {
 			n++
@@ -42,25 +41,9 @@ func (p *Producer) nextGroup() []*batch {
 		if n > 0 {
 			return group
 		}
-		// Wait for an upload, or until the oldest batch passes DeliveryTimeout (its uploads
-		// may never return to fail it themselves).
-		var timer *time.Timer
-		var timeout <-chan time.Time
-		if !expiry.IsZero() {
-			timer = time.NewTimer(time.Until(expiry))
-			timeout = timer.C
-		}
-		stopped := false
 		select {
 		case <-p.comKick:
-		case <-timeout:
 		case <-p.ctx.Done():
-			stopped = true
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if stopped {
 			return nil
 		}
 	}
@@ -97,10 +80,14 @@ func (p *Producer) commitGroup(group []*batch) {
 		// it. Batches that failed with it meanwhile are a suffix of the group: leave them
 		// out.
 		p.mu.Lock()
+		var fresh []*batch // held by a write for the first time
 		for i, b := range group {
 			if b.expired {
 				group = group[:i]
 				break
+			}
+			if !b.attempted {
+				fresh = append(fresh, b)
 			}
 			b.attempted = true
 			if !slices.Contains(b.triedKeys, b.key) {
@@ -145,6 +132,9 @@ func (p *Producer) commitGroup(group []*batch) {
 			if err != nil {
 				// A malformed batch is a bug in this package; fail everything rather than guess.
 				p.mu.Lock()
+				for _, b := range fresh {
+					b.attempted = false // nothing was written: not ErrOutcomeUnknown
+				}
 				p.failAllLocked(err)
 				p.mu.Unlock()
 				return
@@ -154,6 +144,9 @@ func (p *Producer) commitGroup(group []*batch) {
 		start := time.Now()
 		wres, err := manifest.Write(p.ctx, p.store, p.cfg.ManifestPath, st, p.snap.Version)
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
+		p.mu.Lock()
+		p.commitErr = err
+		p.mu.Unlock()
 		if err == nil {
 			p.snap = &wres.Snapshot
 			p.index = p.index.WithState(p.snap.State)
@@ -220,6 +213,9 @@ func (p *Producer) reload() bool {
 				return false
 			}
 		}
+		p.mu.Lock()
+		p.commitErr = err
+		p.mu.Unlock()
 		p.logRetry("manifest read failed, retrying", err, "attempt", attempt)
 		if p.cfg.Backoff.Sleep(p.ctx, attempt) != nil {
 			return false

@@ -57,16 +57,19 @@ type Config struct {
 	CommitDeadline time.Duration
 	// Backoff between retries of uploads, manifest reads and manifest writes.
 	Backoff manifest.Backoff
-	// DeliveryTimeout bounds how long an append waits for its batch object to be stored.
-	// Zero, the default, means no bound: uploads are retried until they succeed or Close
-	// gives up, as long as the store refuses them (a deleted bucket, revoked credentials) or
-	// fails. When it is set and a batch has been neither stored and committed nor held by a
-	// manifest write DeliveryTimeout after it was flushed, its appends fail with
-	// ErrDeliveryTimeout (wrapping the last store error), and so do the appends of every
-	// batch flushed after it, so that appends never resolve out of order; none of them is in
-	// the stream, and their buffer space is freed for new appends. A batch a manifest write
-	// has already held is not failed by the timeout: it waits for that write's outcome,
-	// which the committer keeps retrying to learn. Must not be negative.
+	// DeliveryTimeout bounds how long an append waits for its batch to be committed,
+	// counted from the batch's flush. Zero, the default, means no bound: uploads and manifest
+	// writes are retried until they succeed or Close gives up, for as long as the store
+	// refuses them (a deleted bucket, revoked credentials), fails or does not answer. When it
+	// is set, a batch that no manifest write has held DeliveryTimeout after its flush (its
+	// upload failing or hanging, or it waiting behind an earlier batch's write) fails its
+	// appends with ErrDeliveryTimeout; so do every batch flushed after it, the open batch,
+	// and the records Submit holds for their append, so that no append commits after one
+	// accepted before it has failed so. None of them is in the stream, and their buffer space
+	// is freed. A batch a manifest write has already held is not failed by the timeout: it
+	// waits for that write's outcome, which the committer keeps retrying to learn. A separate
+	// timer applies the bound, so it holds while uploads or manifest writes hang. Must not be
+	// negative.
 	DeliveryTimeout time.Duration
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
 	// Two live producers must never share an id. A fixed id may be reused by a restarted

@@ -34,10 +34,10 @@ var (
 	// number that another process committed (a fixed ProducerID reused sooner than
 	// CommitDeadline after the process that had it died). The append's outcome is unknown.
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
-	// ErrDeliveryTimeout: the append's batch object was not stored within
-	// Config.DeliveryTimeout, or an earlier batch's was not (appends resolve in order). No
-	// manifest write held it: it is not in the stream. The error also wraps the last store
-	// error of the batch that timed out, if any (objectstore.ErrNoBucket, say).
+	// ErrDeliveryTimeout: no manifest write held the append's batch within
+	// Config.DeliveryTimeout of its flush, or an earlier batch's (appends accepted after a
+	// failed one fail with it). The append is not in the stream. The error also wraps the
+	// last store error behind it, if any (objectstore.ErrNoBucket, say).
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
 
@@ -202,6 +202,9 @@ type Producer struct {
 	upKick    chan struct{}
 	comKick   chan struct{}
 	lingerKck chan struct{}
+	expKick   chan struct{} // wakes expiryLoop (DeliveryTimeout)
+	expiries  uint64        // how many times DeliveryTimeout failed batches (Submit's records check it)
+	commitErr error         // the committer's last manifest read or write error, nil after a success
 
 	// Committer state (committer goroutine only).
 	snap  *manifest.Snapshot
@@ -246,7 +249,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		cfg: cfg, store: cfg.ObjectStore, log: cfg.Logger.With("producer_id", cfg.ProducerID), m: m,
 		id: cfg.ProducerID, gen: snap.State.Generation, ctx: pctx, cancel: cancel,
 		nextNum: 1, space: make(chan struct{}), progress: make(chan struct{}),
-		upKick: make(chan struct{}, cfg.UploadConcurrency), comKick: make(chan struct{}, 1), lingerKck: make(chan struct{}, 1),
+		upKick: make(chan struct{}, cfg.UploadConcurrency), comKick: make(chan struct{}, 1), lingerKck: make(chan struct{}, 1), expKick: make(chan struct{}, 1),
 		snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
 	}
 	if ps, ok := snap.State.Producer(p.id); ok {
@@ -267,6 +270,10 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	go p.commitLoop()
 	go p.lingerLoop()
 	go p.sub.loop()
+	if cfg.DeliveryTimeout > 0 {
+		p.wg.Add(1)
+		go p.expiryLoop()
+	}
 	p.log.Debug("producer started", "manifest", cfg.ManifestPath, "generation", snap.State.GenerationString(), "first_batch", p.nextNum)
 	return p, nil
 }
@@ -474,10 +481,33 @@ func (p *Producer) sealLocked() {
 	default:
 	}
 	if p.cfg.DeliveryTimeout > 0 {
-		// The committer times the oldest batch's DeliveryTimeout: let it see this one.
 		select {
-		case p.comKick <- struct{}{}:
+		case p.expKick <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// expiryLoop applies DeliveryTimeout on a timer of its own, so that it holds while the
+// committer waits on a manifest write that does not return and while uploads hang.
+func (p *Producer) expiryLoop() {
+	defer p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			timer.Stop()
+			return
+		case <-p.expKick:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		next := p.expireLocked(time.Now())
+		p.mu.Unlock()
+		timer.Stop()
+		if !next.IsZero() {
+			timer.Reset(time.Until(next))
 		}
 	}
 }
@@ -606,10 +636,12 @@ func (p *Producer) upload(b *batch) error {
 }
 
 // expireLocked applies DeliveryTimeout at now: if the oldest pending batch that no manifest
-// write has held was flushed DeliveryTimeout ago or more, it fails that batch's appends
-// with ErrDeliveryTimeout, and those of every pending batch after it (none of which a write
-// has held either: the committer takes batches in order), and drops them. It returns when
-// the oldest such batch left will expire (zero if none, or no timeout is set).
+// write has held was flushed DeliveryTimeout ago or more, it fails that batch's appends with
+// ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write has
+// held either: the committer takes batches in order) or still open, and drops them; Submit's
+// records waiting for their append see the count of expiries change and fail too. So no
+// append commits after one accepted before it has failed so. It returns when the oldest
+// such batch left will expire (zero if none, or no timeout is set).
 func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	timeout := p.cfg.DeliveryTimeout
 	if timeout <= 0 {
@@ -626,11 +658,22 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	if deadline := first.sealed.Add(timeout); now.Before(deadline) {
 		return deadline
 	}
-	cause := fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
-	if first.lastErr != nil {
+	var cause error
+	switch {
+	case first.uploaded && p.commitErr != nil:
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, timeout, p.commitErr)
+	case first.uploaded:
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (a manifest write before it did not finish)", ErrDeliveryTimeout, first.num, timeout)
+	case first.lastErr != nil:
 		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, timeout, first.lastErr)
+	default:
+		cause = fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
 	}
-	expired := p.pending[i:]
+	expired := p.pending[i:len(p.pending):len(p.pending)]
+	if p.open != nil {
+		expired = append(expired, p.open)
+		p.open = nil
+	}
 	appends := 0
 	for _, b := range expired {
 		b.expired = true
@@ -641,8 +684,9 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 		}
 		p.resolveLocked(b, nil, Position{}, err)
 	}
-	p.log.Error("appends failed: their batches were not stored within the delivery timeout", "batches", len(expired), "appends", appends,
-		"first_batch", first.num, "timeout", timeout, "class", objectstore.ErrorClass(first.lastErr), "err", first.lastErr)
+	p.expiries++
+	p.log.Error("appends failed: their batches were not committed within the delivery timeout", "batches", len(expired), "appends", appends,
+		"first_batch", first.num, "timeout", timeout, "err", cause)
 	p.pending = p.pending[:i:i]
 	kept := p.toUpload[:0]
 	for _, b := range p.toUpload {

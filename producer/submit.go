@@ -23,6 +23,7 @@ type RecordTicket struct {
 	t     *Ticket
 	index int
 	err   error
+	epoch uint64 // Producer.expiries when submitted
 }
 
 // Wait waits for the record's outcome or for ctx.
@@ -78,7 +79,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.mu.Lock()
-	closing, fatal := p.closing, p.fatal
+	closing, fatal, epoch := p.closing, p.fatal, p.expiries
 	p.mu.Unlock()
 	if fatal != nil {
 		return nil, fatal
@@ -102,7 +103,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	rt := &RecordTicket{ready: make(chan struct{})}
+	rt := &RecordTicket{ready: make(chan struct{}), epoch: epoch}
 	s.waiting = append(s.waiting, rt)
 	for _, in := range out {
 		s.emitLocked(p.ctx, in, false)
@@ -117,12 +118,31 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 }
 
 // emitLocked appends one completed batch and hands its ticket to the records' tickets.
+// Records submitted before DeliveryTimeout last failed batches (a prefix: epochs only grow)
+// fail with it instead, so that none commits after an append accepted before it failed.
 func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, draining bool) {
-	t, err := s.p.append(ctx, in, draining, nil)
 	n := len(in.Records)
-	for i, rt := range s.waiting[:n] {
-		rt.t, rt.index, rt.err = t, i, err
+	s.p.mu.Lock()
+	cur := s.p.expiries
+	s.p.mu.Unlock()
+	stale := 0
+	for stale < n && s.waiting[stale].epoch != cur {
+		stale++
+	}
+	if stale > 0 && (in.MatchSeqNum != nil || in.FencingToken != nil) {
+		stale = n // an append with a condition is not split
+	}
+	for _, rt := range s.waiting[:stale] {
+		rt.err = fmt.Errorf("%w: submitted before earlier appends failed with it", ErrDeliveryTimeout)
 		close(rt.ready)
+	}
+	if stale < n {
+		in.Records = in.Records[stale:]
+		t, err := s.p.append(ctx, in, draining, nil)
+		for i, rt := range s.waiting[stale:n] {
+			rt.t, rt.index, rt.err = t, i, err
+			close(rt.ready)
+		}
 	}
 	s.waiting = s.waiting[n:]
 }
