@@ -563,6 +563,63 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 	check(t, "after collection", got, f.want[after.State.ReadableStart():after.State.ReadableStart()+5])
 }
 
+// TestTrimmedObjectsCollectedWhileReading: a trim into a sealed segment leaves the segment in
+// the manifest, but the collector deletes the objects of the entries wholly below the trim
+// point. A session that opened before the trim and meets such a missing object re-reads the
+// manifest and continues at the first readable record instead of failing.
+func TestTrimmedObjectsCollectedWhileReading(t *testing.T) {
+	ctx := context.Background()
+	store := objectstore.NewMemStore()
+	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+	objects := manifest.MaxRecentEntries + manifest.SealEntries/2
+	for i := range objects {
+		f.object([]batchfmt.Record{rec(baseTS+uint64(i), fmt.Sprintf("o%d", i))})
+	}
+	r := f.reader(func(c *Config) { c.ReadAheadDepth = 2 })
+	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Count: u64(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const tp = 100 // inside the first segment, [0, 256)
+	f.object([]batchfmt.Record{batchfmt.TrimRecord(tp)})
+	after, err := manifest.Load(ctx, store, f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.State.Segments) == 0 || after.State.Segments[0].FirstSeq != 0 || after.State.ReadableStart() != tp {
+		t.Fatalf("setup: segments %+v, readable from %d; want the first segment kept, readable from %d", after.State.Segments, after.State.ReadableStart(), tp)
+	}
+	seg, err := manifest.LoadSegment(ctx, store, after.State.Segments[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, e := range seg.Entries {
+		if e.EndSeq() <= tp {
+			if err := store.Delete(ctx, e.Key); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted != tp {
+		t.Fatalf("deleted %d objects, want %d", deleted, tp)
+	}
+	var got []Record
+	for {
+		b, err := s.Next(ctx)
+		got = append(got, b.Records...)
+		if errors.Is(err, ErrDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, "after collection below the trim point", got, f.want[tp:tp+5])
+}
+
 // TestReadEndsAtOpeningTail: a read without Follow ends at the tail it saw when it opened,
 // even when records are appended while it reads.
 func TestReadEndsAtOpeningTail(t *testing.T) {

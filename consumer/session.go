@@ -614,13 +614,17 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 	return s.planned < st.Tail.SeqNum, nil
 }
 
-// droppedByRetention reports whether a missing object's entry has left the manifest (so the
-// collector was entitled to delete it) after re-reading the manifest.
+// droppedByRetention reports whether a missing object's entry has left the manifest, or lies
+// wholly below its readable start (so the collector was entitled to delete it), after
+// re-reading the manifest.
 func (s *Session) droppedByRetention(ctx context.Context, e *manifest.Entry) (bool, error) {
 	if _, err := s.refresh(ctx); err != nil {
 		return false, err
 	}
-	if e.EndSeq() <= s.st.Load().FirstSeq() {
+	if e.EndSeq() <= s.st.Load().ReadableStart() {
+		// Trimmed (by a trim command, or by retention inside a sealed segment it keeps):
+		// the collector deletes the objects of entries wholly below the readable start,
+		// even while the entries stay in the manifest.
 		return true, nil
 	}
 	found, ok, err := s.idx.FindSeq(ctx, e.FirstSeq)

@@ -19,16 +19,21 @@
 //     a second conditional update raises the trim point past the run of expired entries at
 //     its start (manifest.Index.ExpiredPrefix, which reads the segments first, once), so that
 //     their records are no longer read, and Report.TrimRaisedTo says where to. Their objects
-//     stay referenced, and stored, until the segment leaves.
+//     are then no longer referenced (step 3) and go once old, while the segment stays.
 //  2. The store's clock. The pass writes a probe object (ProbeKey) and takes its
 //     modification time as "now" by the store's own clock; the local clock is never compared
 //     with object times. An object is old when its modification time is more than
 //     GracePeriod before the probe's. A Collector reuses a probe for ProbeReuse across the
 //     streams of one round (an older probe only makes objects look younger).
 //  3. References. The pass reads the manifest again (after the probe) and collects every key
-//     it references: entries, segment references and, recursively, everything inside the
-//     segments (read once and cached: segments are immutable). If any of it cannot be read,
-//     the pass fails before deleting anything.
+//     it references: segment references and, recursively, the segments inside them (read once
+//     and cached: segments are immutable), and the batch objects of the entries, in the
+//     manifest or in its segments, that hold a readable record. An entry wholly below the
+//     readable start (manifest.State.ReadableStart: the trim point, or the first entry) holds
+//     none: no reader fetches its object (a session that meets it missing re-reads the
+//     manifest and moves on), so its object goes once old even while the entry stays, in a
+//     segment not wholly expired or for KeepRecent. If any of it cannot be read, the pass
+//     fails before deleting anything.
 //  4. Deletion. Failed deletes of earlier passes are retried first (re-checked). Then the pass
 //     lists the data prefix and the segment prefix from where the previous pass stopped, at
 //     most MaxListPerPass objects, and deletes the unreferenced old ones, at most
@@ -48,8 +53,8 @@
 // probe (then the manifest read after the probe references it, unless retention dropped it)
 // or has given up on it. The half grace period left over absorbs the difference between the
 // producer's clock rate and the store's and the time between reading the deadline and the
-// manifest write. Manifest entries only ever leave the manifest, so an unreferenced object
-// never becomes referenced again. Segment objects written for a manifest write that then lost
+// manifest write. Manifest entries only ever leave the manifest, and the readable start
+// never falls within a generation, so an unreferenced object never becomes referenced again. Segment objects written for a manifest write that then lost
 // its race are unreferenced from the start and are collected the same way; a segment written
 // by a manifest write that stays in flight for longer than the grace period could be collected
 // too early, which the grace period (minutes) makes practically impossible.

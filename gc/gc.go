@@ -189,7 +189,7 @@ type streamState struct {
 	segAfter   string
 	segFirst   bool // the segment sweep lists first this pass (they alternate)
 	retry      map[string]struct{}
-	segKeys    map[string][]string // segment key -> every key beneath it (entries and child segments)
+	segKeys    map[string][]segKey // segment key -> every key beneath it (entries and child segments)
 	emptySince time.Time
 	emptyTail  uint64
 	emptyGen   [16]byte
@@ -231,7 +231,7 @@ func (c *Collector) state(s Stream) *streamState {
 	defer c.mu.Unlock()
 	st, ok := c.streams[s]
 	if !ok {
-		st = &streamState{retry: map[string]struct{}{}, segKeys: map[string][]string{}}
+		st = &streamState{retry: map[string]struct{}{}, segKeys: map[string][]segKey{}}
 		c.streams[s] = st
 	}
 	return st
@@ -577,7 +577,8 @@ func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, er
 // raiseTrimInSegments is retention inside the sealed segments: a segment leaves the manifest
 // only whole, once its newest entry is past the age, so the trim point rises past the run of
 // entries past the age at the start of the oldest segment kept (manifest.Index.ExpiredPrefix,
-// found on ms, the state retention just wrote or read), and their records stop being readable.
+// found on ms, the state retention just wrote or read), and their records stop being readable
+// (and their objects, no longer referenced, go once old: see referenced).
 // The segments are read before the conditional write that raises it, once, so that producers
 // committing meanwhile cannot make every attempt repeat a long walk; the run stays valid for
 // newer states of the same generation and retention config (entries leave the manifest only
@@ -613,21 +614,36 @@ func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string
 	}
 }
 
-// referenced returns every key the state references: entries, segments, and everything under
-// the segments (read once per segment and cached: segments are immutable).
+// segKey is a key beneath a segment: an entry's batch object, with the entry's end seq_num,
+// or a child segment (end math.MaxUint64: always referenced while its parent is).
+type segKey struct {
+	key string
+	end uint64
+}
+
+// referenced returns every key the state references: the segments, everything under them
+// (read once per segment and cached: segments are immutable), and the batch objects of the
+// entries that hold a readable record. An entry wholly below the readable start (the trim
+// point, raised by trim commands and by retention inside a sealed segment it keeps) holds
+// none: readers never fetch its object, and the trim point never falls within a generation,
+// so its object is not referenced and goes once old, although the entry itself may stay in
+// the manifest (in a segment that is not wholly expired, or for KeepRecent).
 func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifest.State) (map[string]struct{}, error) {
+	readable := ms.ReadableStart()
 	refs := map[string]struct{}{}
 	for i := range ms.Entries {
-		refs[ms.Entries[i].Key] = struct{}{}
+		if e := &ms.Entries[i]; e.EndSeq() > readable {
+			refs[e.Key] = struct{}{}
+		}
 	}
 	live := map[string]bool{}
-	var under func(ref *manifest.SegmentRef) ([]string, error)
-	under = func(ref *manifest.SegmentRef) ([]string, error) {
+	var under func(ref *manifest.SegmentRef) ([]segKey, error)
+	under = func(ref *manifest.SegmentRef) ([]segKey, error) {
 		live[ref.Key] = true
 		if keys, ok := st.segKeys[ref.Key]; ok {
 			for _, k := range keys {
-				if IsSegmentKeyAny(k) {
-					live[k] = true
+				if k.end == math.MaxUint64 {
+					live[k.key] = true
 				}
 			}
 			return keys, nil
@@ -636,12 +652,12 @@ func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifes
 		if err != nil {
 			return nil, err
 		}
-		var keys []string
+		var keys []segKey
 		for i := range seg.Entries {
-			keys = append(keys, seg.Entries[i].Key)
+			keys = append(keys, segKey{seg.Entries[i].Key, seg.Entries[i].EndSeq()})
 		}
 		for i := range seg.Refs {
-			keys = append(keys, seg.Refs[i].Key)
+			keys = append(keys, segKey{seg.Refs[i].Key, math.MaxUint64})
 			sub, err := under(&seg.Refs[i])
 			if err != nil {
 				return nil, err
@@ -659,7 +675,9 @@ func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifes
 			return nil, err
 		}
 		for _, k := range keys {
-			refs[k] = struct{}{}
+			if k.end > readable {
+				refs[k.key] = struct{}{}
+			}
 		}
 	}
 	for k := range st.segKeys {

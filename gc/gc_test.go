@@ -85,11 +85,14 @@ func load(t testing.TB, store objectstore.Store) *manifest.State {
 }
 
 // allReferenced returns every key the manifest references, segments included, by walking
-// them with the manifest's own index (independently of the collector's code).
+// them with the manifest's own index (independently of the collector's code): every segment,
+// and the object of every entry that holds a readable record (one wholly below the readable
+// start holds none, and its object may be gone).
 func allReferenced(t testing.TB, store objectstore.Store) []string {
 	t.Helper()
 	ctx := context.Background()
 	st := load(t, store)
+	readable := st.ReadableStart()
 	var out []string
 	var walk func(refs []manifest.SegmentRef)
 	walk = func(refs []manifest.SegmentRef) {
@@ -100,14 +103,18 @@ func allReferenced(t testing.TB, store objectstore.Store) []string {
 				t.Fatalf("referenced segment %s: %v", r.Key, err)
 			}
 			for _, e := range seg.Entries {
-				out = append(out, e.Key)
+				if e.EndSeq() > readable {
+					out = append(out, e.Key)
+				}
 			}
 			walk(seg.Refs)
 		}
 	}
 	walk(st.Segments)
 	for _, e := range st.Entries {
-		out = append(out, e.Key)
+		if e.EndSeq() > readable {
+			out = append(out, e.Key)
+		}
 	}
 	return out
 }

@@ -11,7 +11,8 @@ import (
 
 // Retention by age inside a sealed segment: the manifest keeps a segment whole while any of
 // its entries is young, but its records past the age stop being readable at the next pass
-// (the trim point rises past them), and its objects go once the whole segment has expired.
+// (the trim point rises past them), and their objects go once older than the grace period,
+// while the segment stays until it has expired whole.
 func TestRetentionByAgeInsideASegment(t *testing.T) {
 	ctx := context.Background()
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
@@ -52,9 +53,25 @@ func TestRetentionByAgeInsideASegment(t *testing.T) {
 	if recs := checkIntact(t, fs); len(recs) != n-201 || recs[0].SeqNum != 201 {
 		t.Fatalf("at 300.5 s: read %d records from %d, want %d from 201", len(recs), recs[0].SeqNum, n-201)
 	}
-	// Nothing moves while no further record expires; the segment's objects stay referenced.
+	// Nothing moves while no further record expires, and the objects below the trim point are
+	// not yet older than the grace period by the store's clock.
 	if rep := pass(300900 * time.Millisecond); rep.TrimRaisedTo != 0 || rep.EntriesDropped != 0 || rep.Deleted != 0 {
 		t.Fatalf("at 300.9 s: %+v, want no change", rep)
+	}
+	// Once they are, the objects of the entries below the trim point go, while the segment,
+	// which still holds younger entries, stays, and reads from the trim point are unaffected.
+	fs.advance(11 * time.Minute)
+	rep = pass(301 * time.Second)
+	st = load(t, fs)
+	if rep.Deleted != 201 || len(st.Segments) != 1 || st.TrimPoint != 201 || rep.EntriesDropped != 0 {
+		t.Fatalf("at 301 s, objects old: %d deleted, %d segments, trim point %d, %d entries dropped; want 201, 1, 201, 0",
+			rep.Deleted, len(st.Segments), st.TrimPoint, rep.EntriesDropped)
+	}
+	if left := len(batchKeys(t, fs)); left != n-201 {
+		t.Fatalf("at 301 s: %d batch objects left, want %d", left, n-201)
+	}
+	if recs := checkIntact(t, fs); len(recs) != n-201 || recs[0].SeqNum != 201 {
+		t.Fatalf("at 301 s: read %d records from %d, want %d from 201", len(recs), recs[0].SeqNum, n-201)
 	}
 
 	// At 355.5 s the whole segment is past the age: it leaves, and its objects go once old.

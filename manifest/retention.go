@@ -66,7 +66,8 @@ func (s *State) ApplyRetention(nowMs, minAgeMs uint64) int {
 // the index's cache, and stops at the first young entry or at the end of the segments.
 //
 // Package gc raises the trim point to it, so that those records stop being readable; their
-// objects stay referenced until the whole segment expires and leaves the manifest.
+// entries stay in the segment until it expires whole, but their objects, below the readable
+// start, are no longer referenced and the collector deletes them once old.
 func (x *Index) ExpiredPrefix(ctx context.Context, nowMs uint64) (uint64, error) {
 	s := x.st
 	if s.Config.Retention.Infinite || len(s.Segments) == 0 {
