@@ -29,8 +29,10 @@ func TestAPIErrorMessages(t *testing.T) {
 		{objectstore.NewOpError("get", "k", nil, errors.New("connection reset")), s2api.CodeStorage, "storage error"},
 		// A delivery timeout says nothing was written (a client may resend), with the cause's
 		// class when the store gave one.
-		{fmt.Errorf("%w: batch 3 not stored within 30s (no store request finished)", producer.ErrDeliveryTimeout), s2api.CodeUnavailable, "the append was not stored within the delivery timeout; nothing of it was written"},
-		{fmt.Errorf("%w: batch 3 not stored within 30s: %w", producer.ErrDeliveryTimeout, objectstore.NewOpError("put", "basins/b/streams/s/data/x", objectstore.ErrNoBucket, nil)), s2api.CodeUnavailable, "the append was not stored within the delivery timeout; nothing of it was written (storage error (no_bucket))"},
+		{fmt.Errorf("%w: batch 3 not stored within 30s (no store request finished)", producer.ErrDeliveryTimeout), s2api.CodeUnavailable, "the append (or one before it) was not committed within the delivery timeout; nothing of it is in the stream"},
+		{fmt.Errorf("%w: batch 3 not stored within 30s: %w", producer.ErrDeliveryTimeout, objectstore.NewOpError("put", "basins/b/streams/s/data/x", objectstore.ErrNoBucket, nil)), s2api.CodeUnavailable, "the append (or one before it) was not committed within the delivery timeout; nothing of it is in the stream (storage error (no_bucket))"},
+		// A cause that is not a refusal gives no class (the producer gives it as text only).
+		{fmt.Errorf("%w: batch 3 stored but not committed within 30s: %w", producer.ErrDeliveryTimeout, errors.New("manifest: write: outcome unknown")), s2api.CodeUnavailable, "the append (or one before it) was not committed within the delivery timeout; nothing of it is in the stream"},
 	} {
 		var ae *s2api.Error
 		if !errors.As(apiError(tc.err), &ae) {

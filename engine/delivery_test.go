@@ -32,7 +32,7 @@ func (s *refuseDataStore) Put(ctx context.Context, key string, body io.Reader, s
 }
 
 // An append the store keeps refusing answers 503 unavailable once the delivery timeout
-// passes, saying nothing of it was written and why; after the store heals, the stream holds
+// passes, saying nothing of it is in the stream and why; after the store heals, the stream holds
 // only what was appended since.
 func TestAppendDeliveryTimeout(t *testing.T) {
 	store := &refuseDataStore{Store: objectstore.NewMemStore()}
@@ -49,7 +49,7 @@ func TestAppendDeliveryTimeout(t *testing.T) {
 	r := apiAppend(t, env, "s", `{"records":[{"body":"lost"}]}`)
 	var e struct{ Code, Message string }
 	if err := json.Unmarshal(r.body, &e); err != nil || r.status != 503 || e.Code != string(s2api.CodeUnavailable) ||
-		!strings.Contains(e.Message, "nothing of it was written") || !strings.Contains(e.Message, "access_denied") {
+		!strings.Contains(e.Message, "nothing of it is in the stream") || !strings.Contains(e.Message, "access_denied") {
 		t.Fatalf("append on a refusing store: %d %s, want 503 unavailable naming the delivery timeout and the cause", r.status, r.body)
 	}
 	t.Logf("refused append: %d %s", r.status, r.body)

@@ -32,7 +32,7 @@ import (
 
 // DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append whose
 // batch the store has refused, or not answered for, this long fails with a 503 that says
-// nothing of it was written (so a client may resend it without writing it twice), instead
+// nothing of it is in the stream (so a client may resend it without writing it twice), instead
 // of waiting, and holding its buffer space, for as long as the store is out.
 const DefaultDeliveryTimeout = 30 * time.Second
 

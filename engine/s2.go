@@ -55,10 +55,11 @@ func apiError(err error) error {
 	case errors.Is(err, ErrClosed), errors.Is(err, producer.ErrClosed):
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the server is shutting down", Err: err}
 	case errors.Is(err, producer.ErrDeliveryTimeout):
-		// Not err's text (it names keys); the cause's class, if the store gave one.
-		msg := "the append was not stored within the delivery timeout; nothing of it was written"
-		if c := objectstore.ErrorClass(err); c != "" && c != "other" {
-			msg += " (storage error (" + c + "))"
+		// Not err's text (it names keys); the class of the store's refusal, if that is
+		// the cause (the producer wraps no other cause).
+		msg := "the append (or one before it) was not committed within the delivery timeout; nothing of it is in the stream"
+		if objectstore.Refused(err) {
+			msg += " (storage error (" + objectstore.ErrorClass(err) + "))"
 		}
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: msg, Err: err}
 	case errors.Is(err, objectstore.ErrOutcomeUnknown), errors.Is(err, manifest.ErrOutcomeUnknown):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // commitLoop is the one committer: it commits uploaded batches in batch order, every ready
@@ -52,7 +53,9 @@ func (p *Producer) nextGroup() []*batch {
 // commitGroup commits group, retrying until every batch of it is resolved or the producer
 // stops. After any failed write it reloads the manifest and, before anything else, resolves
 // the batches the manifest shows committed (by producer id and batch number): so a write
-// whose outcome was unknown is never repeated.
+// whose outcome was unknown is never repeated. Between writes, DeliveryTimeout may fail the
+// group's batches that no write may have committed (a suffix of it: see expireLocked); they
+// leave the group before anything else is done with it.
 func (p *Producer) commitGroup(group []*batch) {
 	for attempt := 0; len(group) > 0; attempt++ {
 		if p.ctx.Err() != nil {
@@ -60,6 +63,9 @@ func (p *Producer) commitGroup(group []*batch) {
 		}
 		if attempt > 0 {
 			if p.cfg.Backoff.Sleep(p.ctx, attempt-1) != nil {
+				return
+			}
+			if group = p.unexpired(group); len(group) == 0 {
 				return
 			}
 			if !p.reload() {
@@ -74,11 +80,11 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 		}
 		if !p.refreshStale(group) {
-			return
+			return // stopping, or a batch of the group expired: nextGroup takes what is left
 		}
-		// From here a manifest write holds the group, and DeliveryTimeout no longer fails
-		// it. Batches that failed with it meanwhile are a suffix of the group: leave them
-		// out.
+		// From here a manifest write holds the group (inWrite), and DeliveryTimeout does not
+		// fail it until the write has failed without effect. Batches that failed with it
+		// meanwhile are a suffix of the group: leave them out.
 		p.mu.Lock()
 		var fresh []*batch // held by a write for the first time
 		for i, b := range group {
@@ -89,7 +95,7 @@ func (p *Producer) commitGroup(group []*batch) {
 			if !b.attempted {
 				fresh = append(fresh, b)
 			}
-			b.attempted = true
+			b.attempted, b.inWrite = true, true
 			if !slices.Contains(b.triedKeys, b.key) {
 				b.triedKeys = append(b.triedKeys, b.key)
 			}
@@ -135,6 +141,9 @@ func (p *Producer) commitGroup(group []*batch) {
 				for _, b := range fresh {
 					b.attempted = false // nothing was written: not ErrOutcomeUnknown
 				}
+				for _, b := range group {
+					b.inWrite = false
+				}
 				p.failAllLocked(err)
 				p.mu.Unlock()
 				return
@@ -146,6 +155,16 @@ func (p *Producer) commitGroup(group []*batch) {
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
 		p.mu.Lock()
 		p.commitErr = err
+		if err != nil {
+			// A write that failed with a known outcome (a conflict, a refusal) wrote nothing;
+			// one whose outcome is unknown may have committed the group, which then never
+			// expires (resolveCommitted finds out).
+			unknown := errors.Is(err, manifest.ErrOutcomeUnknown) || errors.Is(err, objectstore.ErrOutcomeUnknown)
+			for _, b := range group {
+				b.inWrite = false
+				b.maybeWritten = b.maybeWritten || unknown
+			}
+		}
 		p.mu.Unlock()
 		if err == nil {
 			p.snap = &wres.Snapshot
@@ -338,4 +357,16 @@ func (p *Producer) refreshStale(group []*batch) bool {
 		}
 	}
 	return true
+}
+
+// unexpired returns group without the batches DeliveryTimeout failed (a suffix of it).
+func (p *Producer) unexpired(group []*batch) []*batch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range group {
+		if b.expired {
+			return group[:i]
+		}
+	}
+	return group
 }

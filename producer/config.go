@@ -61,15 +61,16 @@ type Config struct {
 	// counted from the batch's flush. Zero, the default, means no bound: uploads and manifest
 	// writes are retried until they succeed or Close gives up, for as long as the store
 	// refuses them (a deleted bucket, revoked credentials), fails or does not answer. When it
-	// is set, a batch that no manifest write has held DeliveryTimeout after its flush (its
-	// upload failing or hanging, or it waiting behind an earlier batch's write) fails its
+	// is set, a batch not committed DeliveryTimeout after its flush (its upload failing or
+	// hanging, its manifest writes refused, or it waiting behind an earlier batch's) fails its
 	// appends with ErrDeliveryTimeout; so do every batch flushed after it, the open batch,
 	// and the records Submit holds for their append, so that no append commits after one
 	// accepted before it has failed so. None of them is in the stream, and their buffer space
-	// is freed. A batch a manifest write has already held is not failed by the timeout: it
-	// waits for that write's outcome, which the committer keeps retrying to learn. A separate
-	// timer applies the bound, so it holds while uploads or manifest writes hang. Must not be
-	// negative.
+	// is freed. A batch a manifest write may have committed is not failed by the timeout:
+	// while such a write is in flight, and for good once one failed with an unknown outcome
+	// (then the committer retries until it learns the outcome); a batch whose writes all
+	// failed without effect (a conflict, a refusal) is. A separate timer applies the bound,
+	// so it holds while uploads or manifest writes hang. Must not be negative.
 	DeliveryTimeout time.Duration
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
 	// Two live producers must never share an id. A fixed id may be reused by a restarted

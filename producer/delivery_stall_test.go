@@ -10,17 +10,19 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // stallStore (from a review): with hangManifest / hangData set, manifest / batch puts block
 // until release is closed (or ctx ends); with failManifest set, manifest puts fail at once
-// (S3's 503 SlowDown on the one hot key, say). Each put it hangs or fails is announced on
-// entered, without blocking.
+// with failKind (ErrAccessDenied: nothing written; ErrOutcomeUnknown: maybe written). Each
+// put it hangs or fails is announced on entered, without blocking.
 type stallStore struct {
 	objectstore.Store
 	mu                                   sync.Mutex
 	hangManifest, hangData, failManifest bool
+	failKind                             error
 	entered                              chan string
 	release                              chan struct{}
 }
@@ -40,7 +42,7 @@ func (s *stallStore) Put(ctx context.Context, key string, body io.Reader, size i
 		}
 	}
 	if fail {
-		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, errors.New("503 SlowDown"))
+		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, s.failKind, errors.New("503 SlowDown"))
 	}
 	if hang {
 		select {
@@ -119,11 +121,13 @@ func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 	closeProducer(t, p)
 }
 
-// Manifest writes keep failing (a throttled manifest key) while uploads succeed: the
-// committer retries the first batch's write, and the later batch, stored but held by no
-// write, fails, naming the manifest's error; its buffer space is freed.
+// Manifest writes keep failing with an unknown outcome while uploads succeed: the committer
+// retries the first batch's write, which may have committed it, so the first batch is not
+// failed; the later batch, stored but held by no write, fails, naming the manifest's error
+// (as text: it does not match ErrOutcomeUnknown); its buffer space is freed; and once writes
+// succeed the first batch commits.
 func TestDeliveryTimeoutBehindRetriedWrite(t *testing.T) {
-	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{})}
+	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{}), failKind: objectstore.ErrOutcomeUnknown}
 	cfg := testConfig(s)
 	cfg.FlushInterval = 0
 	cfg.MaxBufferedInputs = 2
@@ -145,17 +149,64 @@ func TestDeliveryTimeoutBehindRetriedWrite(t *testing.T) {
 	if want := "stored but not committed"; !contains(err, want) || !contains(err, "503 SlowDown") {
 		t.Errorf("later batch: %v, want %q and the manifest's error", err, want)
 	}
+	if errors.Is(err, objectstore.ErrOutcomeUnknown) || errors.Is(err, manifest.ErrOutcomeUnknown) {
+		t.Errorf("later batch: %v matches ErrOutcomeUnknown, though it is certainly not in the stream", err)
+	}
 	// Its buffer slot is free again: one more append fits beside the held one.
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := p.Append(actx, batchfmt.AppendInput{Records: bodyRecs("room")}); err != nil {
 		t.Fatalf("append after the later batch failed: %v", err)
 	}
+	select {
+	case <-held.Done():
+		_, err := held.Result()
+		t.Fatalf("the batch an unknown-outcome write holds resolved while writes fail: %v", err)
+	default:
+	}
 	s.set(func(s *stallStore) { s.failManifest = false })
 	if _, err := held.Result(); err != nil {
 		t.Fatalf("held batch, once manifest writes succeed: %v", err)
 	}
 	closeProducer(t, p)
+}
+
+// Manifest writes refused (revoked permissions) while uploads succeed: the writes had no
+// effect, so the batch they held fails with the delivery timeout as well as the one after it
+// (found by a review: a batch once held by a write waited for good, and an S2 append session
+// behind it hung), naming the refusal; after the store heals, appends commit from seq_num 0.
+func TestDeliveryTimeoutFailsRefusedManifestWrites(t *testing.T) {
+	mem := newStreamStore(t)
+	s := &stallStore{Store: mem, entered: make(chan string, 4), release: make(chan struct{}), failKind: objectstore.ErrAccessDenied}
+	cfg := testConfig(s)
+	cfg.FlushInterval = 0
+	cfg.DeliveryTimeout = 50 * time.Millisecond
+	p := newProducer(t, cfg)
+	ctx := context.Background()
+
+	s.set(func(s *stallStore) { s.failManifest = true })
+	first, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEntered(t, s.entered, true)
+	second, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("second")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*Ticket{first, second} {
+		if err := waitFailed(t, tk, "append"); !errors.Is(err, objectstore.ErrAccessDenied) {
+			t.Errorf("append: %v, want it to wrap ErrAccessDenied", err)
+		}
+	}
+	s.set(func(s *stallStore) { s.failManifest = false })
+	ack, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: bodyRecs("third")})
+	if err != nil || ack.Start.SeqNum != 0 {
+		t.Fatalf("append after the store healed: %+v %v, want seq_num 0", ack, err)
+	}
+	closeProducer(t, p)
+	recs, _ := readStream(t, mem, "ingest/manifest")
+	verify(t, recs, []ackedAppend{{bodies: []string{"third"}, ack: ack}}, [][]string{{"first"}, {"second"}}, map[string]bool{"third": true})
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }

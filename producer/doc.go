@@ -40,10 +40,10 @@
 //     digits, by one of UploadConcurrency uploaders. A failed upload is retried with
 //     jittered exponential backoff, each attempt under a new key, until it succeeds, the
 //     producer is aborted (Close waits for it until Close's context ends), or, with
-//     Config.DeliveryTimeout set, no manifest write has held the batch that long after its
-//     flush: then its appends, and every append accepted after them, fail with
-//     ErrDeliveryTimeout and are not in the stream (a batch a manifest write already holds
-//     is not failed so). Each failure is
+//     Config.DeliveryTimeout set, the batch is not committed that long after its flush:
+//     then its appends, and every append accepted after them, fail with ErrDeliveryTimeout
+//     and are not in the stream (a batch a manifest write may have committed, one in flight
+//     or one with an unknown outcome, is not failed so). Each failure is
 //     logged at Warn; one the store refuses (a missing
 //     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
 //     operator can cure, at Error, with its class, as are the manifest reads and writes

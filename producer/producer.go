@@ -34,12 +34,28 @@ var (
 	// number that another process committed (a fixed ProducerID reused sooner than
 	// CommitDeadline after the process that had it died). The append's outcome is unknown.
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
-	// ErrDeliveryTimeout: no manifest write held the append's batch within
-	// Config.DeliveryTimeout of its flush, or an earlier batch's (appends accepted after a
-	// failed one fail with it). The append is not in the stream. The error also wraps the
-	// last store error behind it, if any (objectstore.ErrNoBucket, say).
+	// ErrDeliveryTimeout: the append's batch was not committed within
+	// Config.DeliveryTimeout of its flush, or an earlier batch was not (appends accepted after
+	// a failed one fail with it). The append is not in the stream. The error also wraps the
+	// store's refusal behind it, if that is the cause (objectstore.ErrNoBucket,
+	// ErrAccessDenied); other causes are given as text only, so that it never also matches
+	// ErrOutcomeUnknown or a conflict.
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
+
+// causeOf is err as ErrDeliveryTimeout wraps it: a refusal of the store as it is (callers may
+// match objectstore.ErrNoBucket or ErrAccessDenied), anything else as text only, so that a
+// delivery timeout never matches ErrOutcomeUnknown, a conflict or another class of its own.
+func causeOf(err error) error {
+	if objectstore.Refused(err) {
+		return err
+	}
+	return errors.New(err.Error())
+}
+
+// errSubmittedBeforeExpiry fails Submit's records accepted before DeliveryTimeout failed
+// batches.
+var errSubmittedBeforeExpiry = fmt.Errorf("%w: submitted before earlier appends failed with it", ErrDeliveryTimeout)
 
 // errExpired stops the upload of a batch whose appends failed with ErrDeliveryTimeout.
 var errExpired = errors.New("producer: batch expired")
@@ -158,10 +174,13 @@ type batch struct {
 	data        []byte
 	key         string
 	uploadStart time.Time
-	uploaded    bool  // guarded by Producer.mu
-	attempted   bool  // a manifest write holding it was attempted (set by the committer under Producer.mu)
-	expired     bool  // its appends failed with ErrDeliveryTimeout (guarded by Producer.mu)
-	lastErr     error // its last upload's error (guarded by Producer.mu)
+	uploaded    bool // guarded by Producer.mu
+	attempted   bool // a manifest write holding it was attempted (set by the committer under Producer.mu)
+	// inWrite: a manifest write holding it is in flight; maybeWritten: one failed with an
+	// unknown outcome (guarded by Producer.mu). DeliveryTimeout fails neither.
+	inWrite, maybeWritten bool
+	expired               bool  // its appends failed with ErrDeliveryTimeout (guarded by Producer.mu)
+	lastErr               error // its last upload's error (guarded by Producer.mu)
 	// triedKeys are the keys it was named by in attempted manifest writes (committer only):
 	// an entry under its batch number with another key is not its own (an earlier run of a
 	// fixed producer id whose row was evicted).
@@ -288,7 +307,7 @@ func (p *Producer) ID() string { return p.id }
 // it. Append takes ownership of in's records: their byte slices must not be modified until
 // the ticket resolves.
 func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket, error) {
-	return p.append(ctx, in, false, nil)
+	return p.append(ctx, in, false, nil, nil)
 }
 
 // AppendChained is Append for an append of chain c (see Chain), handed over by the one
@@ -307,7 +326,7 @@ func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c
 	if c.Failed() {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
 	}
-	t, err := p.append(ctx, in, false, c)
+	t, err := p.append(ctx, in, false, c, nil)
 	if err == nil && c != nil {
 		c.last, c.lastP = t, p
 	}
@@ -330,7 +349,10 @@ func (p *Producer) requiresTimestamps(ctx context.Context) bool {
 }
 
 // append is Append; draining (from Close, for Submit's last batch) is allowed while closing.
-func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain) (*Ticket, error) {
+// With epoch (Submit's records), it fails with ErrDeliveryTimeout if DeliveryTimeout failed
+// batches since the records were submitted (p.expiries moved on), also while it waited for
+// buffer space: records accepted before a failed append must not commit after it.
+func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain, epoch *uint64) (*Ticket, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
@@ -361,6 +383,10 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 			return nil, p.fatal
 		}
 		return nil, ErrClosed
+	}
+	if epoch != nil && *epoch != p.expiries {
+		p.releaseLocked(1, metered)
+		return nil, errSubmittedBeforeExpiry
 	}
 	b := p.open
 	if b == nil {
@@ -636,19 +662,21 @@ func (p *Producer) upload(b *batch) error {
 }
 
 // expireLocked applies DeliveryTimeout at now: if the oldest pending batch that no manifest
-// write has held was flushed DeliveryTimeout ago or more, it fails that batch's appends with
-// ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write has
-// held either: the committer takes batches in order) or still open, and drops them; Submit's
-// records waiting for their append see the count of expiries change and fail too. So no
-// append commits after one accepted before it has failed so. It returns when the oldest
-// such batch left will expire (zero if none, or no timeout is set).
+// write may have committed (none in flight holds it, and none that held it had an unknown
+// outcome) was flushed DeliveryTimeout ago or more, it fails that batch's appends with
+// ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write may
+// have committed either: the committer takes batches in order, as a prefix of pending) or
+// still open, and drops them; Submit's records waiting for their append see the count of
+// expiries change and fail too. So no append commits after one accepted before it has
+// failed so. It returns when the oldest such batch left will expire (zero if none, or no
+// timeout is set).
 func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	timeout := p.cfg.DeliveryTimeout
 	if timeout <= 0 {
 		return time.Time{}
 	}
 	i := 0
-	for i < len(p.pending) && p.pending[i].attempted {
+	for i < len(p.pending) && (p.pending[i].inWrite || p.pending[i].maybeWritten) {
 		i++
 	}
 	if i == len(p.pending) {
@@ -661,11 +689,11 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	var cause error
 	switch {
 	case first.uploaded && p.commitErr != nil:
-		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, timeout, p.commitErr)
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, timeout, causeOf(p.commitErr))
 	case first.uploaded:
 		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (a manifest write before it did not finish)", ErrDeliveryTimeout, first.num, timeout)
 	case first.lastErr != nil:
-		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, timeout, first.lastErr)
+		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, timeout, causeOf(first.lastErr))
 	default:
 		cause = fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
 	}

@@ -79,7 +79,7 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.mu.Lock()
-	closing, fatal, epoch := p.closing, p.fatal, p.expiries
+	closing, fatal := p.closing, p.fatal
 	p.mu.Unlock()
 	if fatal != nil {
 		return nil, fatal
@@ -99,6 +99,11 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	if err := p.waitRoom(ctx, int64(s.b.MeteredBytes()+rec.MeteredSize()), false, false); err != nil {
 		return nil, err
 	}
+	// The record is accepted now: an expiry before this (while Submit waited for room) is
+	// not one it was accepted before.
+	p.mu.Lock()
+	epoch := p.expiries
+	p.mu.Unlock()
 	out, err := s.b.Add(rec)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
@@ -118,8 +123,9 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 }
 
 // emitLocked appends one completed batch and hands its ticket to the records' tickets.
-// Records submitted before DeliveryTimeout last failed batches (a prefix: epochs only grow)
-// fail with it instead, so that none commits after an append accepted before it failed.
+// Records submitted before DeliveryTimeout last failed batches (a prefix: epochs only grow),
+// or before it fails batches while the append waits for buffer space, fail with it instead,
+// so that none commits after an append accepted before it failed.
 func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, draining bool) {
 	n := len(in.Records)
 	s.p.mu.Lock()
@@ -133,12 +139,14 @@ func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, dra
 		stale = n // an append with a condition is not split
 	}
 	for _, rt := range s.waiting[:stale] {
-		rt.err = fmt.Errorf("%w: submitted before earlier appends failed with it", ErrDeliveryTimeout)
+		rt.err = errSubmittedBeforeExpiry
 		close(rt.ready)
 	}
 	if stale < n {
 		in.Records = in.Records[stale:]
-		t, err := s.p.append(ctx, in, draining, nil)
+		// append checks cur again once it has buffer space: an expiry while it waits fails
+		// these records too.
+		t, err := s.p.append(ctx, in, draining, nil, &cur)
 		for i, rt := range s.waiting[stale:n] {
 			rt.t, rt.index, rt.err = t, i, err
 			close(rt.ready)
