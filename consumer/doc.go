@@ -52,9 +52,10 @@
 // ErrMissingObject; one that fails to decode or disagrees with its entry (size, appends,
 // record count) matches ErrCorrupt. Both name the object key and its seq_num range. They
 // end the read: nothing is skipped silently. One exception is not an error: an object whose
-// entry has left the manifest (retention, trim) while the session was reading it; the
-// session re-reads the manifest to tell the two apart and moves on to the first readable
-// record. Corrupt manifests and segments are manifest.ErrCorrupt. Other store failures are
+// entry has left the manifest (retention, trim), or now lies wholly below the readable start
+// (a trim, or retention inside a sealed segment, rose past it, and the collector deleted the
+// object while the entry stays), while the session was reading it; the session re-reads the
+// manifest to tell the two apart and moves on to the first readable record. Corrupt manifests and segments are manifest.ErrCorrupt. Other store failures are
 // retried FetchAttempts times with backoff.
 //
 // # Consumer groups

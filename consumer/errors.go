@@ -22,7 +22,7 @@ var (
 	// corrupt manifests and segments match manifest.ErrCorrupt instead.
 	ErrCorrupt = errors.New("consumer: corrupt batch object")
 	// ErrMissingObject is matched by an *ObjectError whose batch object the manifest still
-	// references but the store does not hold.
+	// references (its entry holds a readable record) but the store does not hold.
 	ErrMissingObject = errors.New("consumer: referenced batch object is missing")
 	// ErrStreamNotFound: the stream's manifest does not exist (or was deleted). It also
 	// matches manifest.ErrNotExist.

@@ -8,6 +8,7 @@ package streamcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sluice-dev/sluice/batchfmt"
@@ -23,9 +24,11 @@ type Record struct {
 }
 
 // Read reads the stream whose manifest is at path. It returns its records, the manifest's
-// state, and every key the manifest references (batch objects and segments, recursively).
-// A gap or overlap in positions, an entry whose object disagrees with it, or records that
-// do not end at the tail is an error.
+// state, and every key the manifest references (segments, recursively, and the batch objects
+// of the entries that hold a readable record). An entry wholly below the readable start holds
+// none, and the collector may have deleted its object: such an entry's records are returned
+// while its object is there, and skipped once it is gone. A gap or overlap in positions, an
+// entry whose object disagrees with it, or records that do not end at the tail is an error.
 func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, *manifest.State, map[string]bool, error) {
 	snap, err := manifest.Load(ctx, store, path)
 	if err != nil {
@@ -52,12 +55,20 @@ func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, 
 	}
 	var out []Record
 	next := st.FirstSeq()
+	readable := st.ReadableStart()
 	err = manifest.NewIndex(store, st).Walk(ctx, 0, func(e *manifest.Entry) error {
-		refs[e.Key] = true
 		if e.FirstSeq != next {
 			return fmt.Errorf("entry %s starts at %d, want %d (positions not contiguous)", e.Key, e.FirstSeq, next)
 		}
+		below := e.EndSeq() <= readable
+		if !below {
+			refs[e.Key] = true
+		}
 		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
+		if below && errors.Is(err, objectstore.ErrNotFound) {
+			next = e.EndSeq() // collected: nothing readable was in it
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("entry %s [%d, %d): %w", e.Key, e.FirstSeq, e.EndSeq(), err)
 		}

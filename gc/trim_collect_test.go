@@ -1,0 +1,76 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// TestSessionAcrossTrimAndCollection (from a review): a following session opened at seq_num 0
+// before a trim into a kept segment keeps reading after the collector deleted the objects
+// below the trim point: it skips them and continues at the trim point, with no gap after it.
+func TestSessionAcrossTrimAndCollection(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultStore(objectstore.NewMemStore(), t0)
+	s := newStream(t, fs, manifest.DefaultConfig(), nil)
+	const n = 600
+	for range n {
+		s.object(1)
+	}
+	cfg := consumer.DefaultConfig()
+	cfg.ObjectStore = fs
+	cfg.ReadAheadDepth = 4
+	r, err := consumer.NewReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := r.Open(ctx, consumer.ReadRequest{Start: consumer.AtSeqNum(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	b, err := sess.Next(ctx) // reads some of the first objects
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := b.Records[len(b.Records)-1].SeqNum
+	s.object(0, batchfmt.TrimRecord(200))
+	now := t0
+	c, err := NewCollector(fs, testConfig(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.advance(11 * time.Minute)
+	rep, err := c.Pass(ctx, mpath, dpre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := load(t, fs)
+	if len(st.Segments) == 0 || rep.Deleted < 150 {
+		t.Fatalf("setup: %d segments, %d deleted", len(st.Segments), rep.Deleted)
+	}
+	for {
+		b, err := sess.Next(ctx)
+		for _, rec := range b.Records {
+			if rec.SeqNum != last+1 && !(last < 200 && rec.SeqNum == 200) {
+				t.Fatalf("after %d came %d", last, rec.SeqNum)
+			}
+			last = rec.SeqNum
+		}
+		if errors.Is(err, consumer.ErrDone) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after collection: %v", err)
+		}
+	}
+	if last != n-1 { // a read without Follow ends at the tail it opened at
+		t.Fatalf("ended at %d, want %d", last, n-1)
+	}
+}
