@@ -514,9 +514,10 @@ func (p *Producer) sealLocked() {
 	}
 }
 
-// expiryLoop applies DeliveryTimeout on a timer of its own, so that it holds while the
-// committer waits on a manifest write that does not return and while uploads hang.
-func (p *Producer) expiryLoop() {
+// timerLoop runs step on every kick and whenever the time step last asked for has passed,
+// until the producer stops; step returns how long until it wants to run again (0: only on
+// a kick).
+func (p *Producer) timerLoop(kick <-chan struct{}, step func() time.Duration) {
 	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -525,41 +526,41 @@ func (p *Producer) expiryLoop() {
 		case <-p.ctx.Done():
 			timer.Stop()
 			return
-		case <-p.expKick:
+		case <-kick:
 		case <-timer.C:
 		}
-		p.mu.Lock()
-		next := p.expireLocked(time.Now())
-		p.mu.Unlock()
-		timer.Stop()
-		if !next.IsZero() {
-			timer.Reset(time.Until(next))
+		if d := step(); d > 0 {
+			timer.Reset(d)
 		}
 	}
 }
 
-func (p *Producer) lingerLoop() {
-	defer p.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			timer.Stop()
-			return
-		case <-p.lingerKck:
-		case <-timer.C:
-		}
+// expiryLoop applies DeliveryTimeout on a timer of its own, so that it holds while the
+// committer waits on a manifest write that does not return and while uploads hang.
+func (p *Producer) expiryLoop() {
+	p.timerLoop(p.expKick, func() time.Duration {
 		p.mu.Lock()
-		if b := p.open; b != nil {
-			if wait := p.cfg.FlushInterval - time.Since(b.opened); wait <= 0 {
-				p.sealLocked()
-			} else {
-				timer.Reset(wait)
-			}
+		defer p.mu.Unlock()
+		if next := p.expireLocked(time.Now()); !next.IsZero() {
+			return max(time.Until(next), time.Nanosecond)
 		}
-		p.mu.Unlock()
-	}
+		return 0
+	})
+}
+
+// lingerLoop flushes the open batch FlushInterval after it opened.
+func (p *Producer) lingerLoop() {
+	p.timerLoop(p.lingerKck, func() time.Duration {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if b := p.open; b != nil {
+			if wait := p.cfg.FlushInterval - time.Since(b.opened); wait > 0 {
+				return wait
+			}
+			p.sealLocked()
+		}
+		return 0
+	})
 }
 
 func (p *Producer) uploadLoop() {

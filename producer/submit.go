@@ -157,26 +157,17 @@ func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, dra
 
 // loop appends batches whose linger has passed.
 func (s *submitter) loop() {
-	defer s.p.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case <-s.p.ctx.Done():
-			timer.Stop()
-			return
-		case <-s.kick:
-		case <-timer.C:
-		}
+	s.p.timerLoop(s.kick, func() time.Duration {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		if in, ok := s.b.Poll(); ok {
 			s.emitLocked(s.p.ctx, in, false)
 		}
 		if d, ok := s.b.Deadline(); ok {
-			timer.Reset(time.Until(d))
+			return max(time.Until(d), time.Nanosecond)
 		}
-		s.mu.Unlock()
-	}
+		return 0
+	})
 }
 
 // flush appends the open client-side batch, if any.
