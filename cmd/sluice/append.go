@@ -29,6 +29,7 @@ type appendFlags struct {
 	progress         bool
 	progressInterval time.Duration
 	linger           time.Duration
+	deliveryTimeout  time.Duration
 }
 
 func newAppendCmd(g *globals) *cobra.Command {
@@ -58,7 +59,10 @@ previous one ended.
 
 When stdin closes, the last appends are flushed and acknowledged and sluice exits 0.
 On a bad line, a rejected append or a store failure, it stops reading, prints the acks of
-what was appended, names the problem on stderr and exits 1. On SIGINT/SIGTERM it stops
+what was appended, names the problem on stderr and exits 1. A store that refuses the
+appends (a deleted bucket, revoked credentials) or does not answer is a failure once an
+append has waited --delivery-timeout for it (nothing of that append is in the stream);
+until then sluice retries, and logs each failed attempt. On SIGINT/SIGTERM it stops
 reading, flushes what it read, and exits 1. Progress goes to stderr when stderr is a
 terminal, or with --progress.`,
 		Example: `  seq 1 100000 | sluice append numbers
@@ -76,6 +80,7 @@ terminal, or with --progress.`,
 	fl.BoolVar(&f.create, "create", false, "create the stream (default configuration) if it does not exist")
 	fl.BoolVar(&f.progress, "progress", false, "report progress on stderr (default: when stderr is a terminal)")
 	fl.Var(newDurationValue(&f.progressInterval, 2*time.Second), "progress-interval", "how often --progress reports")
+	fl.Var(newDurationValue(&f.deliveryTimeout, defaultCLIDeliveryTimeout), "delivery-timeout", "how long an append may wait to be committed, once its batch is flushed, before sluice stops with an error (0: retry as long as the store is out)")
 	fl.Var(newDurationValue(&f.linger, 5*time.Millisecond), "linger", "how long an append waits for more lines (0 = no waiting: each line is an append of its own)")
 	return cmd
 }
@@ -135,7 +140,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 			return err
 		}
 	}
-	p, err := e.newProducer(ctx, st, f.create)
+	p, err := e.newProducer(ctx, st, f.create, f.deliveryTimeout)
 	if err != nil {
 		return err
 	}

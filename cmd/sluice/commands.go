@@ -14,10 +14,17 @@ import (
 	"github.com/sluice-dev/sluice/producer"
 )
 
+// defaultCLIDeliveryTimeout is how long the CLI's appends wait for a store that refuses them
+// or does not answer (append --delivery-timeout; fence and trim): long enough for a slow but
+// working store to take a full buffer (256 MiB) at about 1 MB/s.
+const defaultCLIDeliveryTimeout = 5 * time.Minute
+
 // newProducer opens a producer on an existing stream (library mode never creates a stream
-// implicitly, except append --create).
-func (e *libEnv) newProducer(ctx context.Context, st catalog.Stream, create bool) (*producer.Producer, error) {
+// implicitly, except append --create). An append not committed deliveryTimeout after its
+// batch was flushed fails (producer.ErrDeliveryTimeout; 0: no bound).
+func (e *libEnv) newProducer(ctx context.Context, st catalog.Stream, create bool, deliveryTimeout time.Duration) (*producer.Producer, error) {
 	cfg := producer.DefaultConfig()
+	cfg.DeliveryTimeout = deliveryTimeout
 	cfg.ObjectStore = e.store
 	cfg.ManifestPath = st.ManifestPath
 	cfg.DataPathPrefix = st.DataPrefix
@@ -118,7 +125,7 @@ func commandAppend(cmd *cobra.Command, g *globals, basin *string, name string, r
 		return err
 	}
 	defer e.close()
-	p, err := e.newProducer(ctx, st, false)
+	p, err := e.newProducer(ctx, st, false, defaultCLIDeliveryTimeout)
 	if err != nil {
 		return err
 	}
