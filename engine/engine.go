@@ -33,8 +33,11 @@ import (
 // DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append whose
 // batch the store has refused, or not answered for, this long fails with a 503 that says
 // nothing of it is in the stream (so a client may resend it without writing it twice), instead
-// of waiting, and holding its buffer space, for as long as the store is out.
-const DefaultDeliveryTimeout = 30 * time.Second
+// of waiting, and holding its buffer space, for as long as the store is out. It is under the
+// 5 s after which S2's SDKs give up on an append session's ack and resend the append (their
+// default retry policy), so that such a client has been told the append failed before it
+// resends it: with a longer bound, an outage of more than 5 s wrote those appends twice.
+const DefaultDeliveryTimeout = 4 * time.Second
 
 // Config configures an Engine. Start from DefaultConfig.
 type Config struct {

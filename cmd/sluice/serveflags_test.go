@@ -89,7 +89,7 @@ func TestServeDeliveryTimeoutFlag(t *testing.T) {
 			line = l
 		}
 	}
-	if r.code != 0 || !strings.Contains(line, "(default 30s)") {
-		t.Errorf("serve --help: exit %d, no --delivery-timeout line with its default 30s:\n%s", r.code, r.stdout)
+	if r.code != 0 || !strings.Contains(line, "(default 4s)") {
+		t.Errorf("serve --help: exit %d, no --delivery-timeout line with its default 4s:\n%s", r.code, r.stdout)
 	}
 }
