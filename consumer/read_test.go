@@ -495,11 +495,11 @@ func TestReadAcrossSegments(t *testing.T) {
 	check(t, "after trim into a segment", got, f.want[tp:tp+3])
 }
 
-// TestSegmentsCollectedWhileReading: a session holding a manifest whose first segments were
-// dropped by retention and collected (objects and segment objects deleted) re-reads the
-// manifest and continues at the first readable record instead of failing.
-func TestSegmentsCollectedWhileReading(t *testing.T) {
-	ctx := context.Background()
+// sessionOverSegments returns a memory store holding a stream with one object of one
+// record per entry, long enough for sealed segments, its fixture, and a session (read ahead
+// two objects) opened at seq_num 0 for five records, closed when the test ends.
+func sessionOverSegments(t *testing.T) (*objectstore.MemStore, *fixture, *Session) {
+	t.Helper()
 	store := objectstore.NewMemStore()
 	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
 	objects := manifest.MaxRecentEntries + manifest.SealEntries/2
@@ -507,11 +507,20 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 		f.object([]batchfmt.Record{rec(baseTS+uint64(i), fmt.Sprintf("o%d", i))})
 	}
 	r := f.reader(func(c *Config) { c.ReadAheadDepth = 2 })
-	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Count: u64(5)})
+	s, err := r.Open(context.Background(), ReadRequest{Start: AtSeqNum(0), Count: u64(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return store, f, s
+}
+
+// TestSegmentsCollectedWhileReading: a session holding a manifest whose first segments were
+// dropped by retention and collected (objects and segment objects deleted) re-reads the
+// manifest and continues at the first readable record instead of failing.
+func TestSegmentsCollectedWhileReading(t *testing.T) {
+	ctx := context.Background()
+	store, f, s := sessionOverSegments(t)
 	// Retention drops everything below 300 (the first segment and more); the collector
 	// deletes what is unreferenced.
 	before, err := manifest.Load(ctx, store, f.path)
@@ -569,18 +578,7 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 // manifest and continues at the first readable record instead of failing.
 func TestTrimmedObjectsCollectedWhileReading(t *testing.T) {
 	ctx := context.Background()
-	store := objectstore.NewMemStore()
-	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
-	objects := manifest.MaxRecentEntries + manifest.SealEntries/2
-	for i := range objects {
-		f.object([]batchfmt.Record{rec(baseTS+uint64(i), fmt.Sprintf("o%d", i))})
-	}
-	r := f.reader(func(c *Config) { c.ReadAheadDepth = 2 })
-	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Count: u64(5)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	store, f, s := sessionOverSegments(t)
 	const tp = 100 // inside the first segment, [0, 256)
 	f.object([]batchfmt.Record{batchfmt.TrimRecord(tp)})
 	after, err := manifest.Load(ctx, store, f.path)
