@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -43,8 +44,15 @@ type S3Config struct {
 	// PathStyle addresses buckets as ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY.
 	// S3-compatible servers usually need it.
 	PathStyle bool
-	// HTTPClient, if set, replaces the SDK's HTTP client.
+	// HTTPClient, if set, replaces the SDK's HTTP client (and ReadTimeout is not applied).
 	HTTPClient *http.Client
+	// ReadTimeout, if positive, fails a request once its connection has brought no byte
+	// from the server for that long: a server that stops answering then fails the request
+	// (a put with ErrOutcomeUnknown, other calls after the SDK's retries) instead of holding
+	// it, and whoever waits on it, for ever, while a slow transfer that keeps moving is not
+	// cut. Zero means no such bound (the SDK's own default for S3); store URLs (ParseURL,
+	// Open) use DefaultS3ReadTimeout. Must not be negative.
+	ReadTimeout time.Duration
 	// Logger, if nil, discards.
 	Logger *slog.Logger
 	// TrustConditionalWrites skips the check that the server honours If-None-Match and
@@ -110,6 +118,9 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 			problems = append(problems, err)
 		}
 	}
+	if cfg.ReadTimeout < 0 {
+		problems = append(problems, fmt.Errorf("objectstore: s3: read timeout %v must not be negative (0: none)", cfg.ReadTimeout))
+	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
@@ -124,8 +135,13 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
-	if cfg.HTTPClient != nil {
+	switch {
+	case cfg.HTTPClient != nil:
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	case cfg.ReadTimeout > 0:
+		// The SDK's own rolling read deadline (each read must bring a byte within it),
+		// which it leaves off for S3 by default.
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithReadTimeout(cfg.ReadTimeout)))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -144,6 +160,14 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	})
 	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites}, nil
 }
+
+// DefaultS3ReadTimeout is S3Config.ReadTimeout for stores opened from a URL without
+// read_timeout: far longer than a healthy server stays silent within a request (it answers
+// a put once it has the body, and sends a get's body as it reads it), short enough that a
+// hung server fails requests within minutes. The server says nothing while a put's body is
+// sent, so a put must send its body within it too: a 64 MiB batch object (the producer's
+// default FlushSizeBytes) needs about 4.5 Mbit/s; raise read_timeout on slower links.
+const DefaultS3ReadTimeout = 2 * time.Minute
 
 // unsignedAcceptEncoding leaves the Accept-Encoding header the SDK sends out of the request's
 // signature: a proxy in front of the server may change it (Google Cloud Storage's front end

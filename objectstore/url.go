@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Store URLs.
@@ -20,6 +21,8 @@ import (
 //	    endpoint=http://host:port    S3-compatible server (default: AWS)
 //	    region=us-east-1             region (default: the AWS chain, e.g. AWS_REGION)
 //	    path_style=true|false        path-style addressing (default false)
+//	    read_timeout=2m              fail a request after this long without a byte from the
+//	                                 server (default DefaultS3ReadTimeout; 0s: never)
 //
 // Every key of the opened store lives under the URL's prefix (the path after the bucket for
 // s3, the host and path for mem). Credentials never go in the URL; S3 uses the standard AWS
@@ -50,11 +53,14 @@ type Location struct {
 	Endpoint  string // s3: custom endpoint, "" for AWS
 	Region    string // s3: "" for the AWS chain
 	PathStyle bool   // s3
+	// ReadTimeout (s3) is S3Config.ReadTimeout: DefaultS3ReadTimeout unless the URL's
+	// read_timeout says otherwise (0: none).
+	ReadTimeout time.Duration
 }
 
 // S3Config returns the S3 configuration of an s3 location.
 func (l Location) S3Config() S3Config {
-	return S3Config{Bucket: l.Bucket, Region: l.Region, Endpoint: l.Endpoint, PathStyle: l.PathStyle}
+	return S3Config{Bucket: l.Bucket, Region: l.Region, Endpoint: l.Endpoint, PathStyle: l.PathStyle, ReadTimeout: l.ReadTimeout}
 }
 
 // String formats the location as a URL that ParseURL maps back to an equal Location.
@@ -89,6 +95,9 @@ func (l Location) String() string {
 		if l.PathStyle {
 			q.Set("path_style", "true")
 		}
+		if l.ReadTimeout != DefaultS3ReadTimeout {
+			q.Set("read_timeout", l.ReadTimeout.String())
+		}
 		if len(q) > 0 {
 			s += "?" + q.Encode()
 		}
@@ -101,7 +110,7 @@ func escapePath(p string) string {
 	return (&url.URL{Path: p}).EscapedPath()
 }
 
-var s3Params = []string{"endpoint", "region", "path_style"}
+var s3Params = []string{"endpoint", "region", "path_style", "read_timeout"}
 
 // RedactURL returns raw with what may be a secret replaced by REDACTED: the user
 // information, and the values of query parameters whose names mention a secret, key, token
@@ -200,6 +209,7 @@ func ParseURL(raw string) (Location, error) {
 		}
 	case "s3":
 		loc.Bucket = u.Host
+		loc.ReadTimeout = DefaultS3ReadTimeout
 		if loc.Bucket == "" {
 			bad("missing bucket (want s3://bucket/prefix)")
 		} else if err := validateBucket(loc.Bucket); err != nil {
@@ -239,6 +249,12 @@ func ParseURL(raw string) (Location, error) {
 					bad("path_style=%q: want true or false", v)
 				}
 				loc.PathStyle = b
+			case "read_timeout":
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 0 {
+					bad("read_timeout=%q: want a duration such as 2m, or 0s for none", v)
+				}
+				loc.ReadTimeout = d
 			}
 		}
 	case "":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
@@ -22,11 +23,13 @@ func TestParseURL(t *testing.T) {
 		{"/abs/dir", objectstore.Location{Scheme: "file", Dir: "/abs/dir"}},
 		{"./rel/../dir", objectstore.Location{Scheme: "file", Dir: "dir"}},
 		{"rel/dir", objectstore.Location{Scheme: "file", Dir: "rel/dir"}},
-		{"s3://bucket", objectstore.Location{Scheme: "s3", Bucket: "bucket"}},
-		{"s3://my-bucket/streams/prod/", objectstore.Location{Scheme: "s3", Bucket: "my-bucket", Prefix: "streams/prod"}},
+		{"s3://bucket", objectstore.Location{Scheme: "s3", Bucket: "bucket", ReadTimeout: objectstore.DefaultS3ReadTimeout}},
+		{"s3://my-bucket/streams/prod/", objectstore.Location{Scheme: "s3", Bucket: "my-bucket", Prefix: "streams/prod", ReadTimeout: objectstore.DefaultS3ReadTimeout}},
 		{"s3://b.c.d/p?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true",
-			objectstore.Location{Scheme: "s3", Bucket: "b.c.d", Prefix: "p", Endpoint: "http://127.0.0.1:7070", Region: "us-east-1", PathStyle: true}},
-		{"S3://bucket/a%20b?path_style=0", objectstore.Location{Scheme: "s3", Bucket: "bucket", Prefix: "a b"}},
+			objectstore.Location{Scheme: "s3", Bucket: "b.c.d", Prefix: "p", Endpoint: "http://127.0.0.1:7070", Region: "us-east-1", PathStyle: true, ReadTimeout: objectstore.DefaultS3ReadTimeout}},
+		{"S3://bucket/a%20b?path_style=0", objectstore.Location{Scheme: "s3", Bucket: "bucket", Prefix: "a b", ReadTimeout: objectstore.DefaultS3ReadTimeout}},
+		{"s3://bucket?read_timeout=10m", objectstore.Location{Scheme: "s3", Bucket: "bucket", ReadTimeout: 10 * time.Minute}},
+		{"s3://bucket?read_timeout=0s", objectstore.Location{Scheme: "s3", Bucket: "bucket"}},
 	}
 	for _, c := range cases {
 		got, err := objectstore.ParseURL(c.in)
@@ -58,6 +61,8 @@ func TestParseURLErrors(t *testing.T) {
 		{"s3://bucket?endpoint=http://", []string{"no host"}},
 		{"s3://bucket?endpoint=:::", []string{"bad endpoint"}},
 		{"s3://bucket?regoin=us-east-1", []string{`unknown query parameter "regoin"`}},
+		{"s3://bucket?read_timeout=-1s", []string{`read_timeout="-1s"`}},
+		{"s3://bucket?read_timeout=soon&regoin=x", []string{`read_timeout="soon": want a duration such as 2m`, `"regoin"`}},
 		{"s3://bucket?path_style=yes", []string{`path_style="yes"`}},
 		{"s3://bucket?region=a&region=b", []string{`"region" given 2 times`}},
 		{"s3://key:secret@bucket/p", []string{"credentials in the URL"}},

@@ -41,7 +41,9 @@ Store URLs:
   file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
   s3://bucket/prefix?region=R&endpoint=URL&path_style=true
                                      S3 or an S3-compatible server; credentials from the
-                                     standard AWS chain (AWS_ACCESS_KEY_ID, ...)
+                                     standard AWS chain (AWS_ACCESS_KEY_ID, ...); add
+                                     &read_timeout=10m on links too slow to send a 64 MiB
+                                     object in 2m (a request silent that long fails)
   mem://                             memory (lost on exit; for tests)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
