@@ -86,3 +86,35 @@ func TestS3ReadTimeoutValidation(t *testing.T) {
 		t.Errorf("a store URL's read timeout is %v, want DefaultS3ReadTimeout", got)
 	}
 }
+
+// A get whose body arrives slowly but steadily, for longer than ReadTimeout in all, is not
+// cut: the bound is on silence, not on the whole transfer.
+func TestS3ReadTimeoutSlowBodyGoesThrough(t *testing.T) {
+	const chunks = 30
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"e"`)
+		w.Header().Set("Content-Length", "300")
+		w.WriteHeader(http.StatusOK)
+		for range chunks {
+			w.Write([]byte("0123456789"))
+			w.(http.Flusher).Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s, err := objectstore.NewS3Store(context.Background(), objectstore.S3Config{
+		Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true, TrustConditionalWrites: true,
+		ReadTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	data, _, err := objectstore.ReadAll(context.Background(), s, "k")
+	if err != nil || len(data) != 10*chunks {
+		t.Fatalf("slow but steady get (%d ms in all, read timeout 1 s): %d bytes, %v", chunks*50, len(data), err)
+	}
+}
