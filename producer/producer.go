@@ -216,7 +216,6 @@ type Producer struct {
 	inputs    int
 	bytes     int64
 	space     chan struct{} // closed and replaced when backpressure eases
-	resolved  uint64        // highest batch number resolved
 	progress  chan struct{} // closed and replaced when a batch resolves
 	upKick    chan struct{}
 	comKick   chan struct{}
@@ -275,7 +274,6 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		// The id was used before (a restart with a fixed id): continue its batch numbers.
 		p.nextNum = ps.LastBatch + 1
 	}
-	p.resolved = p.nextNum - 1
 	p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
 	if err := p.sub.init(p, cfg.Batching); err != nil {
 		cancel()
@@ -642,19 +640,14 @@ func (p *Producer) upload(b *batch) error {
 		}
 		p.m.uploadErrors.Inc()
 		p.mu.Lock()
-		b.lastErr = err
-		p.expireLocked(time.Now())
-		expired := b.expired
+		b.lastErr = err // the cause expiryLoop names if the batch expires
 		p.mu.Unlock()
-		if expired {
-			return errExpired
-		}
 		p.logRetry("upload failed, retrying", err, "batch", b.num, "key", key, "attempt", attempt)
 		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
 			return err
 		}
 		p.mu.Lock()
-		expired = b.expired // by the committer's timer, meanwhile
+		expired := b.expired // by expiryLoop, meanwhile
 		p.mu.Unlock()
 		if expired {
 			return errExpired
@@ -752,9 +745,11 @@ func (p *Producer) Flush(ctx context.Context) error {
 func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
 	for {
 		p.mu.Lock()
-		// Batches resolve in order but for DeliveryTimeout, which can fail later batches
-		// while earlier ones, held by a manifest write, are still pending.
-		done := p.resolved >= target && (len(p.pending) == 0 || p.pending[0].num > target)
+		// Every batch up to target is sealed (the caller sealed the open one), so it has
+		// resolved once none of them is pending (pending is in batch order). Batches do not
+		// resolve in order: DeliveryTimeout can fail later ones while an earlier one, held by
+		// a manifest write, is still pending.
+		done := len(p.pending) == 0 || p.pending[0].num > target
 		fatal, ch := p.fatal, p.progress
 		p.mu.Unlock()
 		if done {
@@ -871,9 +866,6 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 		close(t.done)
 	}
 	p.releaseLocked(len(b.tickets), b.metered)
-	if b.num > p.resolved {
-		p.resolved = b.num
-	}
 	close(p.progress)
 	p.progress = make(chan struct{})
 }
