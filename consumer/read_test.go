@@ -495,6 +495,22 @@ func TestReadAcrossSegments(t *testing.T) {
 	check(t, "after trim into a segment", got, f.want[tp:tp+3])
 }
 
+// drainSession reads s until it is done and returns its records; any other error fails t.
+func drainSession(t *testing.T, ctx context.Context, s *Session) []Record {
+	t.Helper()
+	var got []Record
+	for {
+		b, err := s.Next(ctx)
+		got = append(got, b.Records...)
+		if errors.Is(err, ErrDone) {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // sessionOverSegments returns a memory store holding a stream with one object of one
 // record per entry, long enough for sealed segments, its fixture, and a session (read ahead
 // two objects) opened at seq_num 0 for five records, closed when the test ends.
@@ -558,17 +574,7 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 	if dropped == 0 {
 		t.Fatal("no segment dropped")
 	}
-	var got []Record
-	for {
-		b, err := s.Next(ctx)
-		got = append(got, b.Records...)
-		if errors.Is(err, ErrDone) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drainSession(t, ctx, s)
 	check(t, "after collection", got, f.want[after.State.ReadableStart():after.State.ReadableStart()+5])
 }
 
@@ -604,17 +610,7 @@ func TestTrimmedObjectsCollectedWhileReading(t *testing.T) {
 	if deleted != tp {
 		t.Fatalf("deleted %d objects, want %d", deleted, tp)
 	}
-	var got []Record
-	for {
-		b, err := s.Next(ctx)
-		got = append(got, b.Records...)
-		if errors.Is(err, ErrDone) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drainSession(t, ctx, s)
 	check(t, "after collection below the trim point", got, f.want[tp:tp+5])
 }
 
@@ -639,15 +635,6 @@ func TestReadEndsAtOpeningTail(t *testing.T) {
 	}
 	got := b.Records
 	f.object([]batchfmt.Record{rec(f.want[n-1].ts, "later")})
-	for {
-		b, err := s.Next(ctx)
-		got = append(got, b.Records...)
-		if errors.Is(err, ErrDone) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	got = append(got, drainSession(t, ctx, s)...)
 	check(t, "read without follow", got, f.want[:n])
 }

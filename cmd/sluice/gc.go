@@ -38,7 +38,8 @@ Per stream, a pass:
      than the retention age, or (queue mode) acknowledged by every group, keeping entries
      younger than --keep-recent; where a sealed segment must stay because its newest
      records are younger than the age, raises the trim point past its older ones, so that
-     they are no longer read (their objects go when the whole segment has expired);
+     they are no longer read (their objects go once older than --grace-period, like
+     those of every entry below the trim point);
   2. lists every batch and segment object of the stream, in rounds of --max-list (a long
      listing logs its progress), and deletes those the manifest no longer references
      and that are older than --grace-period by the store's own clock (never by the local

@@ -99,9 +99,6 @@ func (f *serveFlags) validate() error {
 	if f.flushInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --flush-interval: must not be negative", f.flushInterval))
 	}
-	if f.deliveryTimeout < 0 {
-		errs = append(errs, fmt.Errorf("invalid value %v for --delivery-timeout: must not be negative (0 means no bound)", f.deliveryTimeout))
-	}
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
 	}
