@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -44,14 +43,17 @@ type S3Config struct {
 	// PathStyle addresses buckets as ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY.
 	// S3-compatible servers usually need it.
 	PathStyle bool
-	// HTTPClient, if set, replaces the SDK's HTTP client (and ReadTimeout is not applied).
+	// HTTPClient, if set, replaces the SDK's HTTP client (ReadTimeout still applies).
 	HTTPClient *http.Client
-	// ReadTimeout, if positive, fails a request once its connection has brought no byte
-	// from the server for that long: a server that stops answering then fails the request
-	// (a put with ErrOutcomeUnknown, other calls after the SDK's retries) instead of holding
-	// it, and whoever waits on it, for ever, while a slow transfer that keeps moving is not
-	// cut. Zero means no such bound (the SDK's own default for S3); store URLs (ParseURL,
-	// Open) use DefaultS3ReadTimeout. Must not be negative.
+	// ReadTimeout, if positive, fails a request once the server has been silent for that
+	// long while the request waits on it: from the request's start, every part of the
+	// upload the server takes and every read of its answer that brings bytes starts the
+	// clock again, and it stops while the caller does not read the answer's body. A server
+	// that stops answering then fails the request (a put with ErrOutcomeUnknown, other
+	// calls after the SDK's retries) instead of holding it, and whoever waits on it, for
+	// ever, while a slow transfer that keeps moving is not cut. Zero means no such bound
+	// (the SDK's own default for S3); store URLs (ParseURL, Open) use DefaultS3ReadTimeout.
+	// Must not be negative.
 	ReadTimeout time.Duration
 	// Logger, if nil, discards.
 	Logger *slog.Logger
@@ -135,17 +137,17 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
-	switch {
-	case cfg.HTTPClient != nil:
+	if cfg.HTTPClient != nil {
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	case cfg.ReadTimeout > 0:
-		// The SDK's own rolling read deadline (each read must bring a byte within it),
-		// which it leaves off for S3 by default.
-		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithReadTimeout(cfg.ReadTimeout)))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: s3: loading AWS configuration: %w", err)
+	}
+	if cfg.ReadTimeout > 0 {
+		// Around the client the configuration settled on (the SDK's own, with a custom
+		// CA bundle applied, or HTTPClient).
+		awsCfg.HTTPClient = &idleWatch{next: awsCfg.HTTPClient, timeout: cfg.ReadTimeout}
 	}
 	if awsCfg.Region == "" {
 		return nil, errors.New("objectstore: s3: no region: set region= in the URL, S3Config.Region or AWS_REGION")
@@ -162,11 +164,9 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 }
 
 // DefaultS3ReadTimeout is S3Config.ReadTimeout for stores opened from a URL without
-// read_timeout: far longer than a healthy server stays silent within a request (it answers
-// a put once it has the body, and sends a get's body as it reads it), short enough that a
-// hung server fails requests within minutes. The server says nothing while a put's body is
-// sent, so a put must send its body within it too: a 64 MiB batch object (the producer's
-// default FlushSizeBytes) needs about 4.5 Mbit/s; raise read_timeout on slower links.
+// read_timeout: far longer than a healthy server stays silent within a request (it takes
+// a put's body as it comes and answers once it has it, and sends a get's body as it reads
+// it), short enough that a hung server fails requests within minutes.
 const DefaultS3ReadTimeout = 2 * time.Minute
 
 // unsignedAcceptEncoding leaves the Accept-Encoding header the SDK sends out of the request's

@@ -21,8 +21,8 @@ import (
 //	    endpoint=http://host:port    S3-compatible server (default: AWS)
 //	    region=us-east-1             region (default: the AWS chain, e.g. AWS_REGION)
 //	    path_style=true|false        path-style addressing (default false)
-//	    read_timeout=2m              fail a request after this long without a byte from the
-//	                                 server (default DefaultS3ReadTimeout; 0s: never)
+//	    read_timeout=2m              fail a request once the server has been silent this long
+//	                                 (S3Config.ReadTimeout; default DefaultS3ReadTimeout; 0s: never)
 //
 // Every key of the opened store lives under the URL's prefix (the path after the bucket for
 // s3, the host and path for mem). Credentials never go in the URL; S3 uses the standard AWS

@@ -41,9 +41,10 @@ Store URLs:
   file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
   s3://bucket/prefix?region=R&endpoint=URL&path_style=true
                                      S3 or an S3-compatible server; credentials from the
-                                     standard AWS chain (AWS_ACCESS_KEY_ID, ...); add
-                                     &read_timeout=10m on links too slow to send a 64 MiB
-                                     object in 2m (a request silent that long fails)
+                                     standard AWS chain (AWS_ACCESS_KEY_ID, ...); a
+                                     request fails once the server has been silent for
+                                     read_timeout (default 2m, 0s for none; add
+                                     &read_timeout=10m on links under 0.3 Mbit/s)
   mem://                             memory (lost on exit; for tests)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
