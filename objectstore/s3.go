@@ -101,6 +101,8 @@ type S3Store struct {
 	closed  atomic.Bool
 	httpCli *http.Client // non-nil when the store owns idle connections to close
 
+	bucketOK atomic.Bool // a HeadBucket found the bucket (or could not tell): checkBucket
+
 	condMu  sync.Mutex
 	condOK  bool  // the server honours conditional puts (checked, or trusted)
 	condErr error // it does not: every conditional put fails with this
@@ -447,12 +449,37 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 	if size < 0 {
 		return ObjectInfo{}, NewOpError("put", key, nil, errNegativeSize)
 	}
+	if err := s.checkBucket(ctx, key); err != nil {
+		return ObjectInfo{}, err
+	}
 	if cond != (PutCondition{}) {
 		if err := s.checkConditions(ctx, key); err != nil {
 			return ObjectInfo{}, err
 		}
 	}
 	return s.put(ctx, key, body, size, cond)
+}
+
+// checkBucket makes sure, before the store's first put, that the bucket exists: some
+// S3-compatible servers (SeaweedFS by default) create a missing bucket on a put, so a
+// misspelt bucket would silently become a new one. A HeadBucket answered 404 fails the put
+// with ErrNoBucket, and the next put asks again; any other answer lets every put go ahead
+// (a 403 only says that the credentials may not look: the puts will tell); no answer lets
+// this put go ahead (it meets the same trouble) and the next asks again.
+func (s *S3Store) checkBucket(ctx context.Context, key string) error {
+	if s.bucketOK.Load() {
+		return nil
+	}
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
+	switch st := status(err); {
+	case err == nil:
+		s.bucketOK.Store(true)
+	case st == http.StatusNotFound:
+		return NewOpError("put", key, ErrNoBucket, fmt.Errorf("bucket %q does not exist (HeadBucket before the first put: %w)", s.bucket, err))
+	case st != 0:
+		s.bucketOK.Store(true)
+	}
+	return nil
 }
 
 // checkConditions makes sure, once per store, that the server honours conditional puts: some
@@ -538,9 +565,20 @@ func (s *S3Store) put(ctx context.Context, key string, body io.Reader, size int6
 		if cond.IfMatch != "" && status(err) == http.StatusNotFound && errors.Is(perr, ErrPreconditionFailed) {
 			// "No such object" for an If-Match put: a conflict, unless the object is there at
 			// the very version the condition names.
-			if info, herr := s.Head(ctx, key); herr == nil && info.Version == cond.IfMatch {
+			info, herr := s.Head(ctx, key)
+			if herr == nil && info.Version == cond.IfMatch {
 				s.logger.Warn("objectstore: s3: the server refused an If-Match put for want of the object it serves at that version", "bucket", s.bucket, "key", key, "version", cond.IfMatch)
 				return ObjectInfo{}, NewOpError("put", key, ErrInconsistent, fmt.Errorf("If-Match %s answered 404 while HEAD serves that version: %w", cond.IfMatch, err))
+			}
+			// Some servers (SeaweedFS) test the condition before the bucket: a 404 for the
+			// object may be one for the bucket.
+			if herr != nil && !errors.Is(herr, ErrNoBucket) {
+				if _, berr := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}); status(berr) == http.StatusNotFound {
+					herr = ErrNoBucket
+				}
+			}
+			if errors.Is(herr, ErrNoBucket) {
+				return ObjectInfo{}, NewOpError("put", key, ErrNoBucket, err)
 			}
 		}
 		return ObjectInfo{}, perr

@@ -23,8 +23,9 @@ func TestS3Conformance(t *testing.T) {
 	})
 }
 
-// fakeS3 answers every request with handler and counts requests. The store trusts the fake
-// with conditional puts (it does not check them first; fakeS3Checking does).
+// fakeS3 answers every request with handler and counts requests, except a HeadBucket,
+// which it answers 200 (the bucket exists) and leaves out of the count. The store trusts
+// the fake with conditional puts (it does not check them first; fakeS3Checking does).
 func fakeS3(t *testing.T, handler http.HandlerFunc) (*objectstore.S3Store, *atomic.Int64) {
 	t.Helper()
 	return fakeS3Config(t, true, handler)
@@ -40,6 +41,9 @@ func fakeS3Config(t *testing.T, trust bool, handler http.HandlerFunc) (*objectst
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == "bucket" {
+			return // HeadBucket, before the store's first put: the bucket is there
+		}
 		n.Add(1)
 		handler(w, r)
 	}))

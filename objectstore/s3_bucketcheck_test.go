@@ -1,0 +1,111 @@
+package objectstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// bucketServer mimics a server that creates a missing bucket on a put (SeaweedFS by
+// default) and tests an If-Match condition before the bucket: HeadBucket answers
+// headBucket, a put 200 (or 404 NoSuchKey with If-Match while the bucket is missing), a
+// HEAD of an object 404. It counts HeadBuckets and puts.
+type bucketServer struct {
+	headBucket  atomic.Int64 // the status HeadBucket answers
+	heads, puts atomic.Int64
+}
+
+func (b *bucketServer) store(t *testing.T) *objectstore.S3Store {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == "bucket":
+			b.heads.Add(1)
+			w.WriteHeader(int(b.headBucket.Load()))
+		case r.Method == http.MethodHead:
+			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodPut:
+			b.puts.Add(1)
+			if r.Header.Get("If-Match") != "" && b.headBucket.Load() == http.StatusNotFound {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>fake</Message></Error>`)
+				return
+			}
+			w.Header().Set("ETag", `"e"`)
+		default:
+			w.WriteHeader(http.StatusNotImplemented)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return readTimeoutStore(t, srv.URL, 0, nil)
+}
+
+// A put to a missing bucket on a server that would create it fails with ErrNoBucket and
+// sends no put; once the bucket is there, puts go ahead and the bucket is not asked about
+// again.
+func TestS3PutChecksTheBucketFirst(t *testing.T) {
+	var b bucketServer
+	b.headBucket.Store(http.StatusNotFound)
+	s := b.store(t)
+	ctx := context.Background()
+	for range 2 {
+		_, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{})
+		if !errors.Is(err, objectstore.ErrNoBucket) || objectstore.ErrorClass(err) != "no_bucket" {
+			t.Fatalf("put to a missing bucket: %v (class %s), want ErrNoBucket", err, objectstore.ErrorClass(err))
+		}
+	}
+	if b.puts.Load() != 0 || b.heads.Load() != 2 {
+		t.Fatalf("%d puts and %d HeadBuckets reached the server, want 0 and 2 (a missing bucket is asked about again)", b.puts.Load(), b.heads.Load())
+	}
+	b.headBucket.Store(http.StatusOK) // the bucket is created
+	for range 3 {
+		if _, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.puts.Load() != 3 || b.heads.Load() != 3 {
+		t.Fatalf("%d puts and %d HeadBuckets, want 3 and 3 (one HeadBucket once the bucket was found)", b.puts.Load(), b.heads.Load())
+	}
+}
+
+// Credentials that may not look at the bucket (HeadBucket 403) do not stop puts: the bucket
+// check gives way, once.
+func TestS3BucketCheckForbiddenGivesWay(t *testing.T) {
+	var b bucketServer
+	b.headBucket.Store(http.StatusForbidden)
+	s := b.store(t)
+	for range 2 {
+		if _, err := objectstore.PutBytes(context.Background(), s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.puts.Load() != 2 || b.heads.Load() != 1 {
+		t.Fatalf("%d puts and %d HeadBuckets, want 2 and 1", b.puts.Load(), b.heads.Load())
+	}
+}
+
+// An If-Match put answered 404 NoSuchKey because the bucket has gone (a server that tests
+// the condition before the bucket) fails with ErrNoBucket, not as a conflict.
+func TestS3IfMatchOnAVanishedBucket(t *testing.T) {
+	var b bucketServer
+	b.headBucket.Store(http.StatusOK)
+	s := b.store(t)
+	ctx := context.Background()
+	if _, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
+		t.Fatal(err)
+	}
+	b.headBucket.Store(http.StatusNotFound) // the bucket is deleted
+	_, err := objectstore.PutBytes(ctx, s, "k", []byte("y"), objectstore.IfMatch(`"e"`))
+	if !errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrPreconditionFailed) {
+		t.Fatalf("If-Match put after the bucket went: %v, want ErrNoBucket alone", err)
+	}
+}
