@@ -48,7 +48,10 @@ type S3Config struct {
 	// ReadTimeout, if positive, fails a request once the server has been silent for that
 	// long while the request waits on it: from the request's start, every part of the
 	// upload the server takes and every read of its answer that brings bytes starts the
-	// clock again, and it stops while the caller does not read the answer's body. A server
+	// clock again, and it stops while the client is not waiting on the server: while the
+	// request waits for a free connection (dialing one counts), while the body source
+	// produces the upload's next bytes, and while the caller does not read the answer's
+	// body. (Credential providers' requests, STS and SSO, do not have it.) A server
 	// that stops answering then fails the request (a put with ErrOutcomeUnknown, other
 	// calls after the SDK's retries) instead of holding it, and whoever waits on it, for
 	// ever, while a slow transfer that keeps moving is not cut. Zero means no such bound
@@ -146,11 +149,6 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: s3: loading AWS configuration: %w", err)
 	}
-	if cfg.ReadTimeout > 0 {
-		// Around the client the configuration settled on (the SDK's own, with a custom
-		// CA bundle applied, or HTTPClient).
-		awsCfg.HTTPClient = &idleWatch{next: awsCfg.HTTPClient, timeout: cfg.ReadTimeout}
-	}
 	if awsCfg.Region == "" {
 		return nil, errors.New("objectstore: s3: no region: set region= in the URL, S3Config.Region or AWS_REGION")
 	}
@@ -161,6 +159,11 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 		o.UsePathStyle = cfg.PathStyle
 		o.DisableLogOutputChecksumValidationSkipped = true
 		o.APIOptions = append(o.APIOptions, unsignedAcceptEncoding)
+		if cfg.ReadTimeout > 0 {
+			// Around the client the S3 client settled on: the SDK's own (with a custom CA
+			// bundle and the defaults mode's connect timeouts applied) or HTTPClient.
+			o.HTTPClient = &idleWatch{next: o.HTTPClient, timeout: cfg.ReadTimeout}
+		}
 	})
 	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites}, nil
 }
@@ -462,22 +465,29 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 
 // checkBucket makes sure, before the store's first put, that the bucket exists: some
 // S3-compatible servers (SeaweedFS by default) create a missing bucket on a put, so a
-// misspelt bucket would silently become a new one. A HeadBucket answered 404 fails the put
-// with ErrNoBucket, and the next put asks again; any other answer lets every put go ahead
-// (a 403 only says that the credentials may not look: the puts will tell); no answer lets
-// this put go ahead (it meets the same trouble) and the next asks again.
+// misspelt bucket would silently become a new one. It asks once (one attempt, no retries),
+// until an answer settles it:
+//   - 404: the put fails with ErrNoBucket, and the next put asks again;
+//   - 2xx, 3xx or 4xx (a 403 only says that the credentials may not look: the puts will
+//     tell): every put goes ahead without asking again;
+//   - 5xx: this put goes ahead, and the next asks again;
+//   - no answer: the put fails, not sent (as a put to that server would, but without its
+//     outcome in doubt), and the next asks again.
 func (s *S3Store) checkBucket(ctx context.Context, key string) error {
 	if s.bucketOK.Load() {
 		return nil
 	}
-	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
 	switch st := status(err); {
 	case err == nil:
 		s.bucketOK.Store(true)
 	case st == http.StatusNotFound:
 		return NewOpError("put", key, ErrNoBucket, fmt.Errorf("bucket %q does not exist (HeadBucket before the first put: %w)", s.bucket, err))
+	case st >= 500:
 	case st != 0:
 		s.bucketOK.Store(true)
+	default:
+		return NewOpError("put", key, nil, fmt.Errorf("not sent: the HeadBucket before the store's first put got no answer: %w", err))
 	}
 	return nil
 }

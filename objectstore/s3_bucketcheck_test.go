@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -107,5 +108,58 @@ func TestS3IfMatchOnAVanishedBucket(t *testing.T) {
 	_, err := objectstore.PutBytes(ctx, s, "k", []byte("y"), objectstore.IfMatch(`"e"`))
 	if !errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrPreconditionFailed) {
 		t.Fatalf("If-Match put after the bucket went: %v, want ErrNoBucket alone", err)
+	}
+}
+
+// A server that does not answer the bucket check fails the put within one read timeout,
+// without sending it (so its outcome is not in doubt), and the next put asks again; a 5xx
+// answer lets the put go ahead and the next put asks again.
+func TestS3BucketCheckUnansweredOr5xx(t *testing.T) {
+	var heads, puts atomic.Int64
+	var headStatus atomic.Int64 // 0: no answer
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case r.Method == http.MethodHead && strings.Trim(r.URL.Path, "/") == "bucket":
+			heads.Add(1)
+			st := int(headStatus.Load())
+			if st == 0 {
+				select {
+				case <-hung:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			w.WriteHeader(st)
+		case r.Method == http.MethodPut:
+			puts.Add(1)
+			w.Header().Set("ETag", `"e"`)
+		}
+	}))
+	t.Cleanup(func() { close(hung); srv.Close() })
+	s := readTimeoutStore(t, srv.URL, 200*time.Millisecond, nil)
+	ctx := context.Background()
+	for i := range 2 {
+		start := time.Now()
+		_, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{})
+		if err == nil || errors.Is(err, objectstore.ErrOutcomeUnknown) {
+			t.Fatalf("put %d after an unanswered bucket check: %v, want a plain error", i, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("put %d took %v to fail (read timeout 200 ms): the check is retried", i, d)
+		}
+	}
+	if heads.Load() != 2 || puts.Load() != 0 {
+		t.Fatalf("%d HeadBuckets and %d puts, want 2 (one per put, no retries) and 0", heads.Load(), puts.Load())
+	}
+	headStatus.Store(http.StatusServiceUnavailable)
+	for range 2 {
+		if _, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if heads.Load() != 4 || puts.Load() != 2 {
+		t.Fatalf("after 5xx answers: %d HeadBuckets and %d puts, want 4 and 2", heads.Load(), puts.Load())
 	}
 }

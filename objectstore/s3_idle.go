@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,9 +17,11 @@ import (
 // idleWatch is the HTTP client behind S3Config.ReadTimeout: it fails a request once the
 // server has been silent for the timeout while the client waits on it. The clock runs from
 // the request's start, is reset by every read of the request body (the server taking the
-// upload) and of the response body (the server sending), and is stopped while nobody reads
-// the response body (a slow caller is not the server's silence). Time a connection spent idle
-// in the pool before the request does not count, unlike a read deadline on the connection
+// upload) and of the response body (the server sending), and is stopped while the client is
+// not waiting on the server: while the request waits for a free connection of the client's
+// own (dialing one counts), while the caller's body source produces the next bytes of the
+// upload, and while nobody reads the response body. Time a connection spent idle in the
+// pool before the request does not count either, unlike a read deadline on the connection
 // (the SDK's BuildableClient.WithReadTimeout), which Go's transport arms as soon as the
 // previous response ends: a request on a connection idle for most of the timeout then failed
 // while the server was answering well within it.
@@ -45,6 +49,22 @@ func (c *idleWatch) Do(req *http.Request) (*http.Response, error) {
 	w.armed = true
 	w.mu.Unlock()
 
+	// Waiting for a connection is not the server's silence, but dialing one is.
+	var queued atomic.Bool
+	unqueue := func() {
+		if queued.CompareAndSwap(true, false) {
+			w.progress(1)
+		}
+	}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) {
+			if queued.CompareAndSwap(false, true) {
+				w.progress(-1)
+			}
+		},
+		ConnectStart: func(string, string) { unqueue() },
+		GotConn:      func(httptrace.GotConnInfo) { unqueue() },
+	})
 	req = req.WithContext(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
 		req.Body = &uploadBody{ReadCloser: req.Body, w: w}
@@ -59,6 +79,7 @@ func (c *idleWatch) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := c.next.Do(req)
+	unqueue()
 	if err != nil {
 		fired := w.stop()
 		cancel()
@@ -132,17 +153,17 @@ func (w *watchdog) hasFired() bool {
 }
 
 // uploadBody is a request body whose reads show that the server takes the upload (the
-// transport reads it as the connection drains).
+// transport reads it as the connection drains); the time the source takes to produce the
+// bytes is the caller's, not the server's.
 type uploadBody struct {
 	io.ReadCloser
 	w *watchdog
 }
 
 func (b *uploadBody) Read(p []byte) (int, error) {
+	b.w.progress(-1)
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.w.progress(0)
-	}
+	b.w.progress(1)
 	return n, err
 }
 
@@ -159,7 +180,10 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, io.EOF):
+		// The transport has put the connection back in its pool before the body gives
+		// io.EOF, so ending the request's context now only lets go of it.
 		b.w.stop()
+		b.w.cancel()
 	case b.w.hasFired():
 		err = &errIdle{b.w.timeout}
 	}
