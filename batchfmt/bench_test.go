@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -469,6 +470,40 @@ func BenchmarkIterate(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nrec), "ns/record")
 		})
+	}
+}
+
+// BenchmarkEncodeHead times the encoding of records without bodies, with 0, 1 or 2 of the
+// benchmarks' small headers, on about 256 KiB of input that stays in the caches: the
+// per-record work beside the copy (the frame's head: lead, timestamp, count, headers, and
+// sizing), in ns/record. It is what encoding small records costs, and part of what the
+// 1 KiB encode pays per record (see PERFORMANCE.md).
+func BenchmarkEncodeHead(b *testing.B) {
+	logKernel(b)
+	for _, headers := range []int{0, 1, 2} {
+		for _, layout := range benchLayouts {
+			ins, _, _ := benchAppends(1, 256<<10/27)
+			nrec := 0
+			for i := range ins {
+				for j := range ins[i].Records {
+					r := &ins[i].Records[j]
+					r.Body = nil
+					r.Headers = slices.Repeat(r.Headers[:1], headers)
+					nrec++
+				}
+			}
+			if layout == "wire" {
+				ins = wireLayout(ins)
+			}
+			e := NewEncoder(CompressionNone)
+			encodeAll(b, e, ins)
+			b.Run(fmt.Sprintf("headers=%d/%s", headers, layout), func(b *testing.B) {
+				for b.Loop() {
+					encodeAll(b, e, ins)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nrec), "ns/record")
+			})
+		}
 	}
 }
 

@@ -70,6 +70,13 @@ count:
 	JA   fail
 	MOVQ 16(SI), BX // headers
 	MOVQ 24(SI), R12
+#ifdef ONESMALLHEADER
+	CMPQ R12, $1
+	JNE  countAny
+	ONESMALLHEADER(countAny, body)
+
+countAny:
+#endif
 	LEAQ (R12)(R12*2), R14
 	SHLQ $4, R14
 	ADDQ BX, R14
