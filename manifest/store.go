@@ -91,8 +91,8 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 // LoadOrCreate loads the manifest at path, creating it with cfg when there is none. Plain
 // failures (and a create whose outcome stays unknown) are retried with DefaultBackoff, up to
 // 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do,
-// and a missing bucket or refused credentials (objectstore.ErrNoBucket, ErrAccessDenied) at
-// once.
+// and the store's refusals (objectstore.Refused: a missing bucket, refused credentials, a
+// server without conditional writes) at once.
 func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -123,8 +123,8 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 }
 
 // LoadWithRetry is Load retrying plain failures with backoff (up to 20 attempts or until
-// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion, a missing bucket and refused
-// credentials (objectstore.ErrNoBucket, ErrAccessDenied) are returned at once.
+// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion and the store's refusals
+// (objectstore.Refused) are returned at once.
 func LoadWithRetry(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
 	return loadRetrying(ctx, store, path, b)
 }

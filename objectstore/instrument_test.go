@@ -102,8 +102,8 @@ func TestErrorClass(t *testing.T) {
 		if got := objectstore.ErrorClass(err); got != want {
 			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, want)
 		}
-		// Refused: exactly the two classes no retry cures.
-		if got, want := objectstore.Refused(fmt.Errorf("wrapped: %w", err)), want == "no_bucket" || want == "access_denied"; got != want {
+		// Refused: exactly the three classes no retry cures.
+		if got, want := objectstore.Refused(fmt.Errorf("wrapped: %w", err)), want == "no_bucket" || want == "access_denied" || want == "conditions_unsupported"; got != want {
 			t.Errorf("Refused(%v) = %v, want %v", err, got, want)
 		}
 	}

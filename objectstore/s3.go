@@ -106,9 +106,10 @@ type S3Store struct {
 
 	bucketOK atomic.Bool // a HeadBucket found the bucket (or could not tell): checkBucket
 
-	condMu  sync.Mutex
-	condOK  bool  // the server honours conditional puts (checked, or trusted)
-	condErr error // it does not: every conditional put fails with this
+	condMu    sync.Mutex
+	condOK    bool   // the server honours conditional puts (checked, or trusted)
+	condCause error  // it does not: every conditional put fails with ErrConditionsUnsupported and this
+	server    string // the endpoint, for messages ("AWS S3" without one)
 }
 
 // NewS3Store creates an S3 store. It loads credentials and region from the standard chain
@@ -165,7 +166,11 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 			o.HTTPClient = &idleWatch{next: o.HTTPClient, timeout: cfg.ReadTimeout}
 		}
 	})
-	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites}, nil
+	server := cfg.Endpoint
+	if server == "" {
+		server = "AWS S3"
+	}
+	return &S3Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites, server: server}, nil
 }
 
 // DefaultS3ReadTimeout is S3Config.ReadTimeout for stores opened from a URL without
@@ -503,8 +508,21 @@ func (s *S3Store) checkBucket(ctx context.Context, key string) error {
 func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 	s.condMu.Lock()
 	defer s.condMu.Unlock()
-	if s.condOK || s.condErr != nil {
-		return s.condErr
+	unsupported := func(cause error) error {
+		return NewOpError("put", key, ErrConditionsUnsupported, cause)
+	}
+	if s.condCause != nil {
+		return unsupported(s.condCause)
+	}
+	if s.condOK {
+		return nil
+	}
+	causeOf := func(err error) error {
+		var oe *OpError
+		if errors.As(err, &oe) && oe.Cause != nil {
+			return oe.Cause
+		}
+		return err
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
@@ -523,7 +541,8 @@ func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 	}
 	if err := put(PutCondition{IfAbsent: true}); err != nil {
 		if errors.Is(err, ErrConditionsUnsupported) {
-			s.condErr = err
+			s.condCause = causeOf(err)
+			return unsupported(s.condCause)
 		}
 		return checking(err)
 	}
@@ -536,13 +555,13 @@ func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 	} {
 		switch err := put(c.cond); {
 		case err == nil:
-			s.condErr = NewOpError("put", key, ErrConditionsUnsupported, fmt.Errorf("server %s ignores %s", s.bucket, c.what))
-			s.logger.Error("objectstore: s3: the server ignores conditional writes; refusing them", "bucket", s.bucket, "ignored", c.what)
-			return s.condErr
+			s.condCause = fmt.Errorf("the server at %s (bucket %s) ignores %s", s.server, s.bucket, c.what)
+			s.logger.Error("objectstore: s3: the server ignores conditional writes; refusing them", "server", s.server, "bucket", s.bucket, "ignored", c.what)
+			return unsupported(s.condCause)
 		case errors.Is(err, ErrPreconditionFailed):
 		case errors.Is(err, ErrConditionsUnsupported):
-			s.condErr = err
-			return err
+			s.condCause = causeOf(err)
+			return unsupported(s.condCause)
 		default:
 			return checking(err)
 		}

@@ -64,7 +64,14 @@ func TestS3ServerIgnoringConditionsIsNotSilent(t *testing.T) {
 	if _, err := objectstore.PutBytes(ctx, s, "manifest2", []byte("v1"), objectstore.Unconditional()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := objectstore.PutBytes(ctx, s, "manifest2", []byte("v2"), objectstore.IfMatch(`"00000000000000000000000000000000"`)); err == nil {
+	_, err := objectstore.PutBytes(ctx, s, "manifest2", []byte("v2"), objectstore.IfMatch(`"00000000000000000000000000000000"`))
+	if err == nil {
 		t.Errorf("compare-and-swap put against a stale version succeeded: the server ignored If-Match and the store wrote unconditionally without noticing")
+	}
+	// Every later refusal names its own key, and the server (not the first put's key, and
+	// not only the bucket).
+	var oe *objectstore.OpError
+	if !errors.As(err, &oe) || oe.Key != "manifest2" || !strings.Contains(err.Error(), "the server at http://127.0.0.1:") || !strings.Contains(err.Error(), "(bucket bucket) ignores If-None-Match") {
+		t.Errorf("a later conditional put's error: %v, want one naming key manifest2 and the server", err)
 	}
 }

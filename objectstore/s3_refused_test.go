@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +57,19 @@ func TestS3AccessDenied(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	base, err := objectstore.NewS3Store(ctx, loc.S3Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer base.Close()
+	st, err := objectstore.WithPrefix(base, strings.TrimPrefix(loc.Prefix+"/access-denied", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.PutCondition{}); err == nil {
+		st.Delete(ctx, "k")
+		t.Fatal("the server accepted a put signed with a wrong secret: it does not check signatures")
+	}
 	for name, op := range storeOps(ctx, st) {
 		err := op()
 		if !errors.Is(err, objectstore.ErrAccessDenied) || errors.Is(err, objectstore.ErrOutcomeUnknown) {

@@ -93,10 +93,11 @@ var (
 )
 
 // Refused reports whether err says the store refuses the request as such: the bucket does
-// not exist (ErrNoBucket) or the credentials were refused (ErrAccessDenied). A retry fails
-// the same way until an operator creates the bucket or fixes the credentials.
+// not exist (ErrNoBucket), the credentials were refused (ErrAccessDenied), or the server
+// does not honour conditional writes (ErrConditionsUnsupported). A retry fails the same way
+// until an operator creates the bucket, fixes the credentials or changes the server.
 func Refused(err error) bool {
-	return errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied)
+	return errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrConditionsUnsupported)
 }
 
 // OpError describes a failed store operation. Kind is one of the sentinels above (or nil for

@@ -186,6 +186,12 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 			return
 		}
+		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			p.mu.Lock()
+			p.failAllLocked(fmt.Errorf("producer: %w", err)) // no manifest write can succeed
+			p.mu.Unlock()
+			return
+		}
 		kind := "other"
 		switch {
 		case errors.Is(err, manifest.ErrConflict):

@@ -47,7 +47,9 @@
 //     logged at Warn; one the store refuses (a missing
 //     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
 //     operator can cure, at Error, with its class, as are the manifest reads and writes
-//     that fail so.
+//     that fail so. A store whose server does not honour conditional writes
+//     (objectstore.ErrConditionsUnsupported, which the store keeps for its whole life) fails
+//     every append at once, and the producer with it: no upload or manifest write can succeed.
 //  3. One committer takes the oldest pending batch once it is uploaded, together with the
 //     uploaded batches right behind it (up to MaxGroupBatches: group commit), applies them to
 //     a copy of the manifest state with manifest.State.Apply (conditions, seq_nums,

@@ -37,14 +37,14 @@ var (
 	// ErrDeliveryTimeout: the append's batch was not committed within
 	// Config.DeliveryTimeout of its flush, or an earlier batch was not (appends accepted after
 	// a failed one fail with it). The append is not in the stream. The error also wraps the
-	// store's refusal behind it, if that is the cause (objectstore.ErrNoBucket,
+	// store's refusal behind it, if that is the cause (objectstore.Refused: ErrNoBucket,
 	// ErrAccessDenied); other causes are given as text only, so that it never also matches
 	// ErrOutcomeUnknown or a conflict.
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
 
 // causeOf is err as ErrDeliveryTimeout wraps it: a refusal of the store as it is (callers may
-// match objectstore.ErrNoBucket or ErrAccessDenied), anything else as text only, so that a
+// match objectstore.ErrNoBucket or ErrAccessDenied, objectstore.Refused), anything else as text only, so that a
 // delivery timeout never matches ErrOutcomeUnknown, a conflict or another class of its own.
 func causeOf(err error) error {
 	if objectstore.Refused(err) {
@@ -639,6 +639,14 @@ func (p *Producer) upload(b *batch) error {
 			return p.ctx.Err()
 		}
 		p.m.uploadErrors.Inc()
+		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			// The store found that its server ignores conditional writes, and refuses every
+			// conditional put from now on: no upload, and no manifest write, can succeed.
+			p.mu.Lock()
+			p.failAllLocked(fmt.Errorf("producer: %w", err))
+			p.mu.Unlock()
+			return err
+		}
 		p.mu.Lock()
 		b.lastErr = err // the cause expiryLoop names if the batch expires
 		p.mu.Unlock()

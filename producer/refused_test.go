@@ -157,3 +157,29 @@ func TestCloseWithRefusedUploadsWaitsForItsContext(t *testing.T) {
 		t.Fatalf("Close: %v; ticket: %v; refused uploads %d; want Close to end with its context, the ticket failed, refusals", cerr, werr, store.refused())
 	}
 }
+
+// A store whose server ignores conditional writes refuses every conditional put from then
+// on (objectstore.ErrConditionsUnsupported), which no retry can change: an upload or a
+// manifest write refused so fails every append at once, with that error, however long the
+// delivery timeout, and later appends are refused.
+func TestConditionsUnsupportedFailsAtOnce(t *testing.T) {
+	for _, manifestWrite := range []bool{false, true} {
+		store := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrConditionsUnsupported, manifest: manifestWrite, n: 1 << 30}
+		cfg := testConfig(store)
+		cfg.DeliveryTimeout = time.Hour
+		p := newProducer(t, cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}})
+		cancel()
+		if !errors.Is(err, objectstore.ErrConditionsUnsupported) || errors.Is(err, ErrDeliveryTimeout) {
+			t.Fatalf("manifest write %v: append: %v, want ErrConditionsUnsupported at once", manifestWrite, err)
+		}
+		if n := store.refused(); n != 1 {
+			t.Errorf("manifest write %v: %d puts refused, want 1 (no retries)", manifestWrite, n)
+		}
+		if _, err := p.Append(context.Background(), batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("y")}}}); !errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			t.Errorf("manifest write %v: a later append: %v, want ErrConditionsUnsupported", manifestWrite, err)
+		}
+		_ = p.Close(context.Background())
+	}
+}

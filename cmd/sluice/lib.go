@@ -168,6 +168,8 @@ func storeHint(err error) string {
 		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
 	case errors.Is(err, objectstore.ErrAccessDenied):
 		return " (check the credentials, taken from the standard AWS chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...; and the bucket's policy)"
+	case errors.Is(err, objectstore.ErrConditionsUnsupported):
+		return " (sluice needs an S3 server that honours If-None-Match and If-Match on PutObject: AWS S3 since August 2024, MinIO, versitygw, SeaweedFS, recent Ceph RGW; see the README)"
 	}
 	return ""
 }

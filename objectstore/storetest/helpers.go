@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -79,14 +78,20 @@ func S3(t testing.TB) objectstore.Store {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		// Use the base store: the test may have closed st.
-		err := objectstore.ListAll(ctx, base, prefix, func(o objectstore.ObjectInfo) error {
-			return base.Delete(ctx, o.Key)
+		_ = base.Close()
+		// A store of its own: the test may have closed st, which closes base with it.
+		cl, err := objectstore.NewS3Store(ctx, loc.S3Config())
+		if err != nil {
+			t.Errorf("cleaning up %s: %v", prefix, err)
+			return
+		}
+		defer cl.Close()
+		err = objectstore.ListAll(ctx, cl, prefix, func(o objectstore.ObjectInfo) error {
+			return cl.Delete(ctx, o.Key)
 		})
-		if err != nil && !errors.Is(err, objectstore.ErrClosed) {
+		if err != nil {
 			t.Errorf("cleaning up %s: %v", prefix, err)
 		}
-		_ = base.Close()
 	})
 	return st
 }
