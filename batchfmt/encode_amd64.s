@@ -74,24 +74,26 @@ l32: \
 	ADDQ       R12, R9; \
 done:
 
-// ONESMALLHEADER writes the count field and the one header at BX of a record whose name and
-// value are 1 to 16 bytes each, with one masked load and a 16-byte store apiece and no
-// branch taken, then jumps to body; a record of another shape goes on at other, with BX and
-// R12 as they were. The frame's end was checked before the count field: the stores reach at
-// most 38 bytes past it, within kernelSlack, and a record that changed since it was sized
-// fails at the body's checks.
-#define ONESMALLHEADER(other, body) \
+// SMALLHEADER writes the header at BX, when its name and value are 1 to 16 bytes each, as
+// its two length fields, name and value, with one masked load and one 16-byte store apiece
+// and no branch taken, and moves R9 past it; a header of another shape goes on at other,
+// with BX as it was and nothing written (R11 and R12 are scratch). The frame's end was checked before it
+// (R9 <= DX): the stores reach at most 36 bytes past that, within kernelSlack, and a record
+// that changed since it was sized fails at the later checks. ONESMALLHEADER writes the
+// count field and the only header of a record that has one such header, then goes on at
+// body; other records go on at other, nothing written and R12 as it was.
+#define SMALLHEADER(other) \
 	MOVQ       8(BX), R11; \
-	MOVQ       32(BX), R14; \
+	MOVQ       32(BX), R12; \
 	LEAQ       -1(R11), AX; \
 	CMPQ       AX, $15; \
 	JA         other; \
-	LEAQ       -1(R14), AX; \
+	LEAQ       -1(R12), AX; \
 	CMPQ       AX, $15; \
 	JA         other; \
 	BZHIQ      R11, R13, AX; \
 	KMOVQ      AX, K1; \
-	BZHIQ      R14, R13, AX; \
+	BZHIQ      R12, R13, AX; \
 	KMOVQ      AX, K2; \
 	MOVQ       0(BX), AX; \
 	VMOVDQU8.Z (AX), K1, X15; \
@@ -99,17 +101,26 @@ done:
 	VMOVDQU8.Z (AX), K2, X16; \
 	MOVL       R11, AX; \
 	ROLW       $8, AX; \
-	SHLL       $16, AX; \
-	ORL        $0x0100, AX; \
-	MOVL       AX, (R9); \
-	VMOVDQU    X15, 4(R9); \
-	LEAQ       4(R9)(R11*1), R9; \
-	MOVL       R14, AX; \
+	MOVW       AX, (R9); \
+	VMOVDQU    X15, 2(R9); \
+	LEAQ       2(R9)(R11*1), R9; \
+	MOVL       R12, AX; \
 	ROLW       $8, AX; \
 	MOVW       AX, (R9); \
 	VMOVDQU64  X16, 2(R9); \
-	LEAQ       2(R9)(R14*1), R9; \
-	JMP        body
+	LEAQ       2(R9)(R12*1), R9
+
+#define ONESMALLHEADER(other, body) \
+	CMPQ R12, $1; \
+	JNE  other; \
+	MOVW $0x0100, (R9); \
+	ADDQ $2, R9; \
+	SMALLHEADER(oneOther); \
+	JMP  body; \
+oneOther: \
+	SUBQ $2, R9; \
+	MOVQ $1, R12; \
+	JMP  other
 
 // LOADSTATE and STORESTATE move the four 512-bit accumulators Z1-Z4 from and to the state at
 // DI; LOADSTATE also loads the fold constant into Z0 and sets R13 to all ones (the tail

@@ -71,8 +71,6 @@ count:
 	MOVQ 16(SI), BX // headers
 	MOVQ 24(SI), R12
 #ifdef ONESMALLHEADER
-	CMPQ R12, $1
-	JNE  countAny
 	ONESMALLHEADER(countAny, body)
 
 countAny:
@@ -87,6 +85,13 @@ header:
 	JAE  body
 	CMPQ R9, DX
 	JA   fail
+#ifdef SMALLHEADER
+	SMALLHEADER(headerAny)
+	ADDQ $48, BX
+	JMP  header
+
+headerAny:
+#endif
 	MOVQ 8(BX), R12
 	PUTLEN(R12, nameEscape, nameLen)
 	MOVQ 0(BX), R11
