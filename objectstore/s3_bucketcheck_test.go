@@ -52,7 +52,7 @@ func (b *bucketServer) store(t *testing.T) *objectstore.S3Store {
 
 // A put to a missing bucket on a server that would create it fails with ErrNoBucket and
 // sends no put; once the bucket is there, puts go ahead and the bucket is not asked about
-// again.
+// again (one HeadBucket after the bucket was found).
 func TestS3PutChecksTheBucketFirst(t *testing.T) {
 	var b bucketServer
 	b.headBucket.Store(http.StatusNotFound)
@@ -68,13 +68,20 @@ func TestS3PutChecksTheBucketFirst(t *testing.T) {
 		t.Fatalf("%d puts and %d HeadBuckets reached the server, want 0 and 2 (a missing bucket is asked about again)", b.puts.Load(), b.heads.Load())
 	}
 	b.headBucket.Store(http.StatusOK) // the bucket is created
-	for range 3 {
-		if _, err := objectstore.PutBytes(ctx, s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
+	b.putsGoThrough(t, s, 3, 3, 3)
+}
+
+// putsGoThrough makes n puts, which must succeed, and checks the counts of puts and
+// HeadBuckets the server has seen since it started.
+func (b *bucketServer) putsGoThrough(t *testing.T, s *objectstore.S3Store, n int, puts, heads int64) {
+	t.Helper()
+	for range n {
+		if _, err := objectstore.PutBytes(context.Background(), s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b.puts.Load() != 3 || b.heads.Load() != 3 {
-		t.Fatalf("%d puts and %d HeadBuckets, want 3 and 3 (one HeadBucket once the bucket was found)", b.puts.Load(), b.heads.Load())
+	if b.puts.Load() != puts || b.heads.Load() != heads {
+		t.Fatalf("%d puts and %d HeadBuckets, want %d and %d", b.puts.Load(), b.heads.Load(), puts, heads)
 	}
 }
 
@@ -83,15 +90,7 @@ func TestS3PutChecksTheBucketFirst(t *testing.T) {
 func TestS3BucketCheckForbiddenGivesWay(t *testing.T) {
 	var b bucketServer
 	b.headBucket.Store(http.StatusForbidden)
-	s := b.store(t)
-	for range 2 {
-		if _, err := objectstore.PutBytes(context.Background(), s, "k", []byte("x"), objectstore.PutCondition{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if b.puts.Load() != 2 || b.heads.Load() != 1 {
-		t.Fatalf("%d puts and %d HeadBuckets, want 2 and 1", b.puts.Load(), b.heads.Load())
-	}
+	b.putsGoThrough(t, b.store(t), 2, 2, 1)
 }
 
 // An If-Match put answered 404 NoSuchKey because the bucket has gone (a server that tests
