@@ -187,8 +187,12 @@ func (p *Producer) commitGroup(group []*batch) {
 			return
 		}
 		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			// Refused before anything was sent, and so will every manifest write be.
 			p.mu.Lock()
-			p.failAllLocked(fmt.Errorf("producer: %w", err)) // no manifest write can succeed
+			for _, b := range fresh {
+				b.attempted = false // nothing was written: not ErrOutcomeUnknown
+			}
+			p.failAllLocked(fmt.Errorf("producer: %w", err))
 			p.mu.Unlock()
 			return
 		}
