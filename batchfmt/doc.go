@@ -139,9 +139,12 @@
 // were, over two days: encode 1 KiB 0.74-0.83 (heap) and 0.84-0.89 (wire), 64 KiB
 // 1.04-1.11; decode 1 KiB 0.88, 64 KiB 1.84; zstd 0.96-1.01 either way. At 1 KiB the
 // checksummed copy alone takes about 25 µs per MiB, faster than the baseline's 30, but each
-// record adds about 11 ns of work of its own (its frame's head, its header, the ends of its
-// body), bound by the CPU, so the encode falls under the 0.8 target whenever the vCPU slows:
-// in a third to two thirds of the processes for the heap layout, by the day. The AVX2, pclmul and kernel-less paths are slower still.
+// record adds about 11 ns of its own (its frame's head, its header's cache lines, the ends
+// of its body), bound by the core rather than by memory, so the encode falls under the 0.8
+// target whenever the vCPU slows: in a third to two thirds of the processes for the heap
+// layout, by the day. (BenchmarkEncodeHead times the head alone: 6-7 ns per record with one
+// small header, in cache; a quarter less than before did not move the 1 KiB encode.) The
+// AVX2, pclmul and kernel-less paths are slower still.
 // PERFORMANCE.md, beside this file, has the figures, the breakdown and what was tried.
 //
 // # Test vectors
