@@ -397,6 +397,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 			u = u[:i] + fmt.Sprintf("/secrets-%d", time.Now().UnixNano()) + u[i:]
 		}
 		storeURL = u
+		t.Cleanup(func() { removeAll(t, storeURL) }) // the basin the test creates
 	}
 	addr := freeAddr(t)
 	d := startServe(t, env, "--store", storeURL, "--listen", addr, "--log-level", "debug", "--no-gc")
@@ -460,5 +461,20 @@ func TestNoSecretsInURLErrors(t *testing.T) {
 		if len(out) == 0 {
 			t.Errorf("%v: no error message", args)
 		}
+	}
+}
+
+// removeAll deletes every object of the store at url (the test's own prefix).
+func removeAll(t *testing.T, url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := objectstore.Open(ctx, url)
+	if err != nil {
+		t.Errorf("cleaning up %s: %v", objectstore.RedactURL(url), err)
+		return
+	}
+	defer st.Close()
+	if err := objectstore.ListAll(ctx, st, "", func(o objectstore.ObjectInfo) error { return st.Delete(ctx, o.Key) }); err != nil {
+		t.Errorf("cleaning up %s: %v", objectstore.RedactURL(url), err)
 	}
 }

@@ -220,3 +220,41 @@ func TestDeliveryTimeoutValidation(t *testing.T) {
 		t.Fatalf("negative delivery timeout: %v", err)
 	}
 }
+
+// hangGetStore is a store whose gets never answer until their context ends.
+type hangGetStore struct{ objectstore.Store }
+
+func (s hangGetStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	<-ctx.Done()
+	return nil, objectstore.NewOpError("get", key, nil, ctx.Err())
+}
+
+// Opening a stream on a store that does not answer ends with ErrDeliveryTimeout once
+// DeliveryTimeout passes (its retried manifest reads, each waiting on the store, could
+// otherwise take hours), with and without CreateStream; without the bound, New waits for
+// its context.
+func TestDeliveryTimeoutBoundsTheOpen(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		cfg := testConfig(hangGetStore{newStreamStore(t)})
+		cfg.CreateStream = create
+		cfg.DeliveryTimeout = 100 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		start := time.Now()
+		p, err := New(ctx, cfg)
+		cancel()
+		if err == nil {
+			p.Close(context.Background())
+			t.Fatalf("create %v: the stream opened on a store that never answers", create)
+		}
+		if !errors.Is(err, ErrDeliveryTimeout) || time.Since(start) > 10*time.Second {
+			t.Fatalf("create %v: New after %v: %v, want ErrDeliveryTimeout after about 100 ms", create, time.Since(start), err)
+		}
+		t.Logf("create %v: %v", create, err)
+	}
+	cfg := testConfig(hangGetStore{newStreamStore(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := New(ctx, cfg); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("without a delivery timeout: %v, want the context's error", err)
+	}
+}

@@ -249,10 +249,22 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	}
 	var snap *manifest.Snapshot
 	var err error
+	octx := ctx
+	if cfg.DeliveryTimeout > 0 {
+		// Opening the stream is the first step of every append's delivery: a store that
+		// does not answer must not hold it for longer (its retries, each waiting for the
+		// store's own timeouts, could take hours).
+		var cancel context.CancelFunc
+		octx, cancel = context.WithTimeout(ctx, cfg.DeliveryTimeout)
+		defer cancel()
+	}
 	if cfg.CreateStream {
-		snap, err = manifest.LoadOrCreate(ctx, cfg.ObjectStore, cfg.ManifestPath, cfg.StreamConfig, cfg.Now())
+		snap, err = manifest.LoadOrCreate(octx, cfg.ObjectStore, cfg.ManifestPath, cfg.StreamConfig, cfg.Now())
 	} else {
-		snap, err = manifest.LoadWithRetry(ctx, cfg.ObjectStore, cfg.ManifestPath, cfg.Backoff)
+		snap, err = manifest.LoadWithRetry(octx, cfg.ObjectStore, cfg.ManifestPath, cfg.Backoff)
+	}
+	if err != nil && octx.Err() != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("producer: open stream: %w: not opened within %v: %w", ErrDeliveryTimeout, cfg.DeliveryTimeout, causeOf(err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("producer: open stream: %w", err)
