@@ -80,7 +80,7 @@ terminal, or with --progress.`,
 	fl.BoolVar(&f.create, "create", false, "create the stream (default configuration) if it does not exist")
 	fl.BoolVar(&f.progress, "progress", false, "report progress on stderr (default: when stderr is a terminal)")
 	fl.Var(newDurationValue(&f.progressInterval, 2*time.Second), "progress-interval", "how often --progress reports")
-	fl.Var(newDurationValue(&f.deliveryTimeout, defaultCLIDeliveryTimeout), "delivery-timeout", "how long an append may wait to be committed, once its batch is flushed, before sluice stops with an error (0: retry as long as the store is out)")
+	fl.Var(newDurationValue(&f.deliveryTimeout, defaultCLIDeliveryTimeout), "delivery-timeout", "how long an append may wait to be committed, once its batch is flushed, before sluice stops with an error; it bounds opening the stream too (0: retry as long as the store is out)")
 	fl.Var(newDurationValue(&f.linger, 5*time.Millisecond), "linger", "how long an append waits for more lines (0 = no waiting: each line is an append of its own)")
 	return cmd
 }
