@@ -578,8 +578,8 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 			e.evict(basin, name, op)
 			continue
 		}
-		if errors.Is(err, manifest.ErrNotExist) {
-			e.evict(basin, name, op)
+		if errors.Is(err, manifest.ErrNotExist) || op.p.Err() != nil {
+			e.evict(basin, name, op) // gone, or failed for good: the next append opens afresh
 		}
 		if err == nil {
 			e.notifier.Notify(op.st.ManifestPath)
@@ -616,7 +616,7 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 				e.evict(basin, name, op)
 				continue
 			}
-			if errors.Is(err, manifest.ErrNotExist) {
+			if errors.Is(err, manifest.ErrNotExist) || op.p.Err() != nil {
 				e.evict(basin, name, op)
 			}
 			return nil, err
@@ -645,7 +645,7 @@ func (e *Engine) settle(basin, name string, op *openProducer, err error) {
 	switch {
 	case err == nil:
 		e.notifier.Notify(op.st.ManifestPath)
-	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, producer.ErrClosed), errors.Is(err, manifest.ErrNotExist):
+	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, producer.ErrClosed), errors.Is(err, manifest.ErrNotExist), op.p.Err() != nil:
 		e.evict(basin, name, op) // the next append opens a fresh producer
 	}
 }

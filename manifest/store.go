@@ -267,8 +267,9 @@ func WithMaxAttempts(n int) UpdateOption { return func(o *updateOptions) { o.max
 //
 // fn may return ErrNoChange to skip the write (Update then returns the snapshot read), or
 // any other error to abort (returned as is). fn must not keep the *State.
-// Update fails with ErrNotExist when there is no manifest, and with ErrGenerationChanged
-// when the stream is replaced while it runs.
+// Update fails with ErrNotExist when there is no manifest, with ErrGenerationChanged
+// when the stream is replaced while it runs, and at once with a refusal of the store
+// (objectstore.Refused: a missing bucket, refused credentials, no conditional writes).
 func Update(ctx context.Context, store objectstore.Store, path string, fn func(*State) error, opts ...UpdateOption) (*Snapshot, error) {
 	o := updateOptions{backoff: DefaultBackoff(), maxAttempts: 50}
 	for _, opt := range opts {
@@ -336,8 +337,8 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 		if res != nil && errors.Is(err, ErrOutcomeUnknown) {
 			unknown = append(unknown, unknownWrite{res.Nonce, snap.State.WriteCounter + 1})
 		}
-		if ctx.Err() != nil {
-			return nil, unresolved(err)
+		if ctx.Err() != nil || objectstore.Refused(err) {
+			return nil, unresolved(err) // a refused write fails the same way every time
 		}
 		lastErr = err
 	}

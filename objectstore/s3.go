@@ -465,7 +465,17 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 			return ObjectInfo{}, err
 		}
 	}
-	return s.put(ctx, key, body, size, cond)
+	info, err := s.put(ctx, key, body, size, cond)
+	if errors.Is(err, ErrConditionsUnsupported) {
+		// A 501 to a conditional put: the server cannot do them, now or later.
+		var oe *OpError
+		s.condMu.Lock()
+		if s.condCause == nil && errors.As(err, &oe) {
+			s.condCause = oe.Cause
+		}
+		s.condMu.Unlock()
+	}
+	return info, err
 }
 
 // checkBucket makes sure, before the store's first put, that the bucket exists: some

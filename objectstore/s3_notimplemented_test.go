@@ -42,6 +42,13 @@ func TestS3ConditionalPutNotImplemented(t *testing.T) {
 		if n.Load() != 1 {
 			t.Errorf("%+v: %d requests, want 1", cond, n.Load())
 		}
+		// The refusal is for good: the next conditional put fails without a request, naming
+		// its own key.
+		_, err = objectstore.PutBytes(ctx, s, "k2", []byte("body"), cond)
+		var oe *objectstore.OpError
+		if !errors.Is(err, objectstore.ErrConditionsUnsupported) || !errors.As(err, &oe) || oe.Key != "k2" || n.Load() != 1 {
+			t.Errorf("%+v: the next conditional put: %v after %d requests in all, want ErrConditionsUnsupported for k2 and no request", cond, err, n.Load())
+		}
 	}
 }
 

@@ -189,8 +189,10 @@ func (p *Producer) commitGroup(group []*batch) {
 		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
 			// Refused before anything was sent, and so will every manifest write be.
 			p.mu.Lock()
-			for _, b := range fresh {
-				b.attempted = false // nothing was written: not ErrOutcomeUnknown
+			for _, b := range group {
+				if !b.maybeWritten {
+					b.attempted = false // no write of it may have landed: not ErrOutcomeUnknown
+				}
 			}
 			p.failAllLocked(fmt.Errorf("producer: %w", err))
 			p.mu.Unlock()

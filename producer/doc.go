@@ -49,7 +49,8 @@
 //     operator can cure, at Error, with its class, as are the manifest reads and writes
 //     that fail so. A store whose server does not honour conditional writes
 //     (objectstore.ErrConditionsUnsupported, which the store keeps for its whole life) fails
-//     every append at once, and the producer with it: no upload or manifest write can succeed.
+//     every append at once, and the producer with it (Producer.Err): no upload or manifest
+//     write can succeed. Appends a manifest write in flight may commit are left to that write.
 //  3. One committer takes the oldest pending batch once it is uploaded, together with the
 //     uploaded batches right behind it (up to MaxGroupBatches: group commit), applies them to
 //     a copy of the manifest state with manifest.State.Apply (conditions, seq_nums,

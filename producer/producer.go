@@ -652,10 +652,11 @@ func (p *Producer) upload(b *batch) error {
 		}
 		p.m.uploadErrors.Inc()
 		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
-			// The store found that its server ignores conditional writes, and refuses every
-			// conditional put from now on: no upload, and no manifest write, can succeed.
+			// The server does not honour conditional writes, which the store now refuses
+			// for good: no upload, and no manifest write, can succeed. A manifest write
+			// already in flight is the committer's to resolve (its next one fails too).
 			p.mu.Lock()
-			p.failAllLocked(fmt.Errorf("producer: %w", err))
+			p.failUnwrittenLocked(fmt.Errorf("producer: %w", err))
 			p.mu.Unlock()
 			return err
 		}
@@ -689,10 +690,7 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	if timeout <= 0 {
 		return time.Time{}
 	}
-	i := 0
-	for i < len(p.pending) && (p.pending[i].inWrite || p.pending[i].maybeWritten) {
-		i++
-	}
+	i := p.unwrittenLocked()
 	if i == len(p.pending) {
 		return time.Time{}
 	}
@@ -711,24 +709,44 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	default:
 		cause = fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
 	}
-	expired := p.pending[i:len(p.pending):len(p.pending)]
+	batches, appends := p.dropFromLocked(i, func(b *batch) error {
+		if b == first {
+			return cause
+		}
+		return fmt.Errorf("%w: batch %d failed after batch %d: %w", ErrDeliveryTimeout, b.num, first.num, cause)
+	})
+	p.expiries++
+	p.log.Error("appends failed: their batches were not committed within the delivery timeout", "batches", batches, "appends", appends,
+		"first_batch", first.num, "timeout", timeout, "err", cause)
+	return time.Time{}
+}
+
+// unwrittenLocked returns the index of the oldest pending batch that no manifest write may
+// have committed: none in flight holds it, and none that held it had an unknown outcome.
+// The batches before it are the committer's to resolve; it and every batch after it (the
+// committer takes batches in order, as a prefix of pending) are not in the stream.
+func (p *Producer) unwrittenLocked() int {
+	i := 0
+	for i < len(p.pending) && (p.pending[i].inWrite || p.pending[i].maybeWritten) {
+		i++
+	}
+	return i
+}
+
+// dropFromLocked fails the appends of pending[i:] and of the open batch, each batch with
+// errOf(it), and drops them (marked expired, so that uploaders and the committer leave
+// them). It returns how many batches and appends it failed.
+func (p *Producer) dropFromLocked(i int, errOf func(*batch) error) (batches, appends int) {
+	dropped := p.pending[i:len(p.pending):len(p.pending)]
 	if p.open != nil {
-		expired = append(expired, p.open)
+		dropped = append(dropped, p.open)
 		p.open = nil
 	}
-	appends := 0
-	for _, b := range expired {
+	for _, b := range dropped {
 		b.expired = true
 		appends += len(b.tickets)
-		err := cause
-		if b != first {
-			err = fmt.Errorf("%w: batch %d failed after batch %d: %w", ErrDeliveryTimeout, b.num, first.num, cause)
-		}
-		p.resolveLocked(b, nil, Position{}, err)
+		p.resolveLocked(b, nil, Position{}, errOf(b))
 	}
-	p.expiries++
-	p.log.Error("appends failed: their batches were not committed within the delivery timeout", "batches", len(expired), "appends", appends,
-		"first_batch", first.num, "timeout", timeout, "err", cause)
 	p.pending = p.pending[:i:i]
 	kept := p.toUpload[:0]
 	for _, b := range p.toUpload {
@@ -738,7 +756,29 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	}
 	clear(p.toUpload[len(kept):])
 	p.toUpload = kept
-	return time.Time{}
+	return len(dropped), appends
+}
+
+// failUnwrittenLocked fails the producer with err from outside the committer (an uploader):
+// like failAllLocked, except that the batches a manifest write may have committed (one in
+// flight, one with an unknown outcome) are left to the committer, which resolves them from
+// its write or the manifest; it fails the rest with err, and refuses new appends.
+func (p *Producer) failUnwrittenLocked(err error) {
+	if p.fatal == nil {
+		p.fatal = err
+		p.log.Error("producer failed", "err", err)
+	}
+	p.sealLocked()
+	p.dropFromLocked(p.unwrittenLocked(), func(*batch) error { return err })
+}
+
+// Err returns the error the producer failed with (it then refuses every append with it), or
+// nil while it works: an owner that keeps producers open (as the daemon does, one per
+// stream) should replace a failed one.
+func (p *Producer) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal
 }
 
 // Flush flushes the open batch (and Submit's pending records) and waits until every append
@@ -772,11 +812,8 @@ func (p *Producer) waitResolved(ctx context.Context, target uint64) error {
 		done := len(p.pending) == 0 || p.pending[0].num > target
 		fatal, ch := p.fatal, p.progress
 		p.mu.Unlock()
-		if done {
-			return nil
-		}
-		if fatal != nil {
-			return fatal
+		if done || fatal != nil {
+			return fatal // the producer's failure, even when it resolved every batch to target
 		}
 		select {
 		case <-ch:
