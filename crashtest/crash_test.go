@@ -111,15 +111,9 @@ func TestCrashS3(t *testing.T) {
 	}
 	s3.Close()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		st, err := objectstore.Open(ctx, storeURL)
-		if err != nil {
+		if err := removeAll(storeURL); err != nil {
 			t.Logf("cleanup: %v", err)
-			return
 		}
-		defer st.Close()
-		objectstore.ListAll(ctx, st, "", func(o objectstore.ObjectInfo) error { return st.Delete(ctx, o.Key) })
 	})
 	runCrash(t, storeURL)
 }

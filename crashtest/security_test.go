@@ -397,7 +397,11 @@ func TestNoSecretsInLogs(t *testing.T) {
 			u = u[:i] + fmt.Sprintf("/secrets-%d", time.Now().UnixNano()) + u[i:]
 		}
 		storeURL = u
-		t.Cleanup(func() { removeAll(t, storeURL) }) // the basin the test creates
+		t.Cleanup(func() { // the basin the test creates
+			if err := removeAll(storeURL); err != nil {
+				t.Errorf("cleaning up %s: %v", objectstore.RedactURL(storeURL), err)
+			}
+		})
 	}
 	addr := freeAddr(t)
 	d := startServe(t, env, "--store", storeURL, "--listen", addr, "--log-level", "debug", "--no-gc")
@@ -464,17 +468,14 @@ func TestNoSecretsInURLErrors(t *testing.T) {
 	}
 }
 
-// removeAll deletes every object of the store at url (the test's own prefix).
-func removeAll(t *testing.T, url string) {
+// removeAll deletes every object of the store at url (a test's own prefix), within a minute.
+func removeAll(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := objectstore.Open(ctx, url)
 	if err != nil {
-		t.Errorf("cleaning up %s: %v", objectstore.RedactURL(url), err)
-		return
+		return err
 	}
 	defer st.Close()
-	if err := objectstore.ListAll(ctx, st, "", func(o objectstore.ObjectInfo) error { return st.Delete(ctx, o.Key) }); err != nil {
-		t.Errorf("cleaning up %s: %v", objectstore.RedactURL(url), err)
-	}
+	return objectstore.ListAll(ctx, st, "", func(o objectstore.ObjectInfo) error { return st.Delete(ctx, o.Key) })
 }

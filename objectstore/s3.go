@@ -468,14 +468,22 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 	info, err := s.put(ctx, key, body, size, cond)
 	if errors.Is(err, ErrConditionsUnsupported) {
 		// A 501 to a conditional put: the server cannot do them, now or later.
-		var oe *OpError
 		s.condMu.Lock()
-		if s.condCause == nil && errors.As(err, &oe) {
-			s.condCause = oe.Cause
+		if s.condCause == nil {
+			s.condCause = opCause(err)
 		}
 		s.condMu.Unlock()
 	}
 	return info, err
+}
+
+// opCause is what the backend reported behind err, an *OpError, or err itself.
+func opCause(err error) error {
+	var oe *OpError
+	if errors.As(err, &oe) && oe.Cause != nil {
+		return oe.Cause
+	}
+	return err
 }
 
 // checkBucket makes sure, before the store's first put, that the bucket exists: some
@@ -527,13 +535,6 @@ func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 	if s.condOK {
 		return nil
 	}
-	causeOf := func(err error) error {
-		var oe *OpError
-		if errors.As(err, &oe) && oe.Cause != nil {
-			return oe.Cause
-		}
-		return err
-	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	probe := key + ".sluice-condcheck." + hex.EncodeToString(r[:])
@@ -551,7 +552,7 @@ func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 	}
 	if err := put(PutCondition{IfAbsent: true}); err != nil {
 		if errors.Is(err, ErrConditionsUnsupported) {
-			s.condCause = causeOf(err)
+			s.condCause = opCause(err)
 			return unsupported(s.condCause)
 		}
 		return checking(err)
@@ -570,7 +571,7 @@ func (s *S3Store) checkConditions(ctx context.Context, key string) error {
 			return unsupported(s.condCause)
 		case errors.Is(err, ErrPreconditionFailed):
 		case errors.Is(err, ErrConditionsUnsupported):
-			s.condCause = causeOf(err)
+			s.condCause = opCause(err)
 			return unsupported(s.condCause)
 		default:
 			return checking(err)

@@ -38,14 +38,16 @@ var (
 	// Config.DeliveryTimeout of its flush, or an earlier batch was not (appends accepted after
 	// a failed one fail with it). The append is not in the stream. The error also wraps the
 	// store's refusal behind it, if that is the cause (objectstore.Refused: ErrNoBucket,
-	// ErrAccessDenied); other causes are given as text only, so that it never also matches
+	// ErrAccessDenied, ErrConditionsUnsupported); other causes are given as text only, so
+	// that it never also matches
 	// ErrOutcomeUnknown or a conflict.
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
 
 // causeOf is err as ErrDeliveryTimeout wraps it: a refusal of the store as it is (callers may
-// match objectstore.ErrNoBucket or ErrAccessDenied, objectstore.Refused), anything else as text only, so that a
-// delivery timeout never matches ErrOutcomeUnknown, a conflict or another class of its own.
+// match objectstore.ErrNoBucket, ErrAccessDenied or objectstore.Refused), anything else as
+// text only, so that a delivery timeout never matches ErrOutcomeUnknown, a conflict or
+// another class of its own.
 func causeOf(err error) error {
 	if objectstore.Refused(err) {
 		return err
