@@ -135,16 +135,23 @@
 // Encoding runs on two layouts of the same records: heap (each body, header slice, name and
 // value an allocation of its own) and wire (slices of one request buffer, the daemon's path).
 //
-// Run apart on the 2-core AVX-512 development machine, the median ratios to the baseline
-// were, over two days: encode 1 KiB 0.74-0.83 (heap) and 0.84-0.89 (wire), 64 KiB
-// 1.04-1.11; decode 1 KiB 0.88, 64 KiB 1.84; zstd 0.96-1.01 either way. At 1 KiB the
-// checksummed copy alone takes about 25 µs per MiB, faster than the baseline's 30, but each
-// record adds about 11 ns of its own (its frame's head, its header's cache lines, the ends
-// of its body), bound by the core rather than by memory, so the encode falls under the 0.8
-// target whenever the vCPU slows: in a third to two thirds of the processes for the heap
-// layout, by the day. (BenchmarkEncodeHead times the head alone: 6-7 ns per record with one
-// small header, in cache; a quarter less than before did not move the 1 KiB encode.) The
-// AVX2, pclmul and kernel-less paths are slower still.
+// Run apart on two 2-core AVX-512 development machines, the ratios to the baseline were:
+//   - AMD Zen 4 (six processes of the whole suite): every operation with a target at or
+//     over it in every process: encode 1 KiB 1.10-1.19 (heap) and 1.00-1.22 (wire), 64 KiB
+//     1.24-1.46; decode 1 KiB 0.91-0.99, 64 KiB 1.67-1.94; zstd 0.91-1.22. Its memory is
+//     slower, so the baseline's copy is (about 40 µs per MiB).
+//   - AMD Zen 5, medians over two days: encode 1 KiB 0.74-0.83 (heap) and 0.84-0.89
+//     (wire), 64 KiB 1.04-1.11; decode 1 KiB 0.88, 64 KiB 1.84; zstd 0.96-1.01 either way.
+//     There the copy takes about 30 µs per MiB and the checksummed copy alone about 25, but
+//     each 1 KiB record adds about 11 ns of its own (its frame's head, its header's cache
+//     lines, the ends of its body), bound by the core rather than by memory, so the 1 KiB
+//     encode falls under the 0.8 target whenever the vCPU slows: in a third to two thirds
+//     of the processes for the heap layout, by the day. (BenchmarkEncodeHead times the
+//     head alone: 6-7 ns per record with one small header, in cache; a quarter less than
+//     before did not move the 1 KiB encode.)
+//
+// The AVX2 and pclmul kernels are slower (forced on Zen 4: encode 1 KiB 0.78-0.98 and
+// 0.77-0.79, decode 1 KiB 0.76-0.93 and 0.71-0.72), the kernel-less paths slower still.
 // PERFORMANCE.md, beside this file, has the figures, the breakdown and what was tried.
 //
 // # Test vectors
