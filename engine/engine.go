@@ -30,13 +30,16 @@ import (
 	"github.com/sluice-dev/sluice/producer"
 )
 
-// DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append whose
-// batch the store has refused, or not answered for, this long fails with a 503 that says
-// nothing of it is in the stream (so a client may resend it without writing it twice), instead
-// of waiting, and holding its buffer space, for as long as the store is out. It is under the
-// 5 s after which S2's SDKs give up on an append session's ack and resend the append (their
-// default retry policy), so that such a client has been told the append failed before it
-// resends it: with a longer bound, an outage of more than 5 s wrote those appends twice.
+// DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append not
+// committed this long after the daemon received it (the store refusing or not answering its
+// batch, or its stream's producer slow to open) fails with a 503 that says nothing of it is
+// in the stream (so a client may resend it without writing it twice), instead of waiting,
+// and holding its buffer space, for as long as the store is out. It is under the 5 s after
+// which S2's SDKs give up on an append session's ack and resend the append (their default
+// retry policy), so that such a client has been told the append failed before it resends
+// it: with a longer bound, an outage of more than 5 s wrote those appends twice. The engine
+// passes each append's deadline to its producer (producer.AppendChainedBy), so the bound
+// covers the producer's open and the wait for buffer space as well as the batch.
 const DefaultDeliveryTimeout = 4 * time.Second
 
 // Config configures an Engine. Start from DefaultConfig.
@@ -565,12 +568,17 @@ func (e *Engine) Tail(ctx context.Context, basin, name string) (manifest.Positio
 
 // Append appends in to a stream through the stream's shared producer and waits for its ack.
 func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.AppendInput) (producer.Ack, error) {
+	deliverBy := e.deliverBy()
 	for attempt := 0; ; attempt++ {
 		op, err := e.acquire(ctx, basin, name)
 		if err != nil {
 			return producer.Ack{}, err
 		}
-		ack, err := op.p.AppendSync(ctx, in)
+		var ack producer.Ack
+		t, err := op.p.AppendChainedBy(ctx, in, nil, deliverBy)
+		if err == nil {
+			ack, err = t.Wait(ctx)
+		}
 		e.release(op)
 		if err != nil && attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
 			// The stream was deleted and created again under this producer, or the producer
@@ -595,19 +603,21 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 // if none before it failed (producer.Chain): an append session can have many in flight, the
 // producer batches them into few commits, and nothing after a failure enters the stream. The
 // error returned at once is one of handing over: no such stream, an invalid input, a closed
-// engine, an earlier failure of the chain. An error from the wait is final for this input:
+// engine, an earlier failure of the chain, the delivery timeout passing while the stream's
+// producer opened or the append waited for buffer space. An error from the wait is final for this input:
 // unlike Append, it is not retried on a fresh producer, which could reorder it after inputs
 // handed over since. Order holds across producers too: if the stream's producer is replaced
 // while earlier inputs are still pending on it (the stream deleted and created again), the
 // chain's next input waits for them on the new producer (producer.AppendChained) and fails
 // if one of them does.
 func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfmt.AppendInput, chain *producer.Chain) (wait func(context.Context) (producer.Ack, error), err error) {
+	deliverBy := e.deliverBy()
 	for attempt := 0; ; attempt++ {
 		op, err := e.acquire(ctx, basin, name)
 		if err != nil {
 			return nil, err
 		}
-		t, err := op.p.AppendChained(ctx, in, chain)
+		t, err := op.p.AppendChainedBy(ctx, in, chain, deliverBy)
 		if err != nil {
 			e.release(op)
 			if attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
@@ -637,6 +647,17 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 			return ack, err
 		}, nil
 	}
+}
+
+// deliverBy is the delivery deadline of an append received now (zero without a delivery
+// timeout). The timeout runs from the append's arrival, so that the time it waits for its
+// stream's producer to open, or for buffer space, counts against it: a client that gives up
+// on an append some time after sending it must have been told of its failure by then.
+func (e *Engine) deliverBy() time.Time {
+	if d := e.cfg.Producer.DeliveryTimeout; d > 0 {
+		return time.Now().Add(d)
+	}
+	return time.Time{}
 }
 
 // settle ends an AppendAsync's use of op once its ticket has resolved with err.

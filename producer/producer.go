@@ -35,12 +35,12 @@ var (
 	// CommitDeadline after the process that had it died). The append's outcome is unknown.
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
 	// ErrDeliveryTimeout: the append's batch was not committed within
-	// Config.DeliveryTimeout of its flush, or an earlier batch was not (appends accepted after
-	// a failed one fail with it). The append is not in the stream. The error also wraps the
-	// store's refusal behind it, if that is the cause (objectstore.Refused: ErrNoBucket,
-	// ErrAccessDenied, ErrConditionsUnsupported); other causes are given as text only, so
-	// that it never also matches
-	// ErrOutcomeUnknown or a conflict.
+	// Config.DeliveryTimeout of its flush (or by an append's own deadline: AppendChainedBy),
+	// or an earlier batch was not (appends accepted after a failed one fail with it). The
+	// append is not in the stream. The error also wraps the store's refusal behind it, if
+	// that is the cause (objectstore.Refused: ErrNoBucket, ErrAccessDenied,
+	// ErrConditionsUnsupported); other causes are given as text only, so that it never also
+	// matches ErrOutcomeUnknown or a conflict.
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
 )
 
@@ -171,6 +171,9 @@ type batch struct {
 	opened    time.Time
 	sealed    time.Time // when it was flushed: DeliveryTimeout runs from here
 	arrivalMs uint64
+	// deadline is when DeliveryTimeout fails it: the earliest of its appends' own deadlines
+	// (AppendChainedBy) and, once it is flushed, sealed + DeliveryTimeout (zero: none yet).
+	deadline time.Time
 
 	// Set by uploaders / the committer.
 	data        []byte
@@ -319,7 +322,7 @@ func (p *Producer) ID() string { return p.id }
 // it. Append takes ownership of in's records: their byte slices must not be modified until
 // the ticket resolves.
 func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket, error) {
-	return p.append(ctx, in, false, nil, nil)
+	return p.append(ctx, in, false, nil, nil, time.Time{})
 }
 
 // AppendChained is Append for an append of chain c (see Chain), handed over by the one
@@ -327,6 +330,24 @@ func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket
 // another producer, it first waits (within ctx) until that append has resolved. It fails at
 // once with manifest.ErrPrecedingAppendFailed if an append of c has failed.
 func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c *Chain) (*Ticket, error) {
+	return p.AppendChainedBy(ctx, in, c, time.Time{})
+}
+
+// AppendChainedBy is AppendChained with a delivery deadline of the append's own. With
+// Config.DeliveryTimeout set, the append fails with ErrDeliveryTimeout once its batch is
+// not committed by deadline, or DeliveryTimeout after its flush, whichever comes first,
+// under DeliveryTimeout's rules (nothing of it is in the stream, appends accepted after it
+// fail too, and a batch a manifest write may have committed is not failed); and it is
+// refused with ErrDeliveryTimeout if deadline passes before it is accepted (while it waits
+// for buffer space, say). It is for a caller whose own client gives up on an append at a
+// time of its own: the daemon passes the time it received the append plus DeliveryTimeout,
+// so that the time an append waited for its stream's producer to open, or for buffer
+// space, counts against the bound. A zero deadline, or a DeliveryTimeout of zero, leaves
+// DeliveryTimeout alone.
+func (p *Producer) AppendChainedBy(ctx context.Context, in batchfmt.AppendInput, c *Chain, deadline time.Time) (*Ticket, error) {
+	if p.cfg.DeliveryTimeout <= 0 {
+		deadline = time.Time{}
+	}
 	if c != nil && c.last != nil && c.lastP != p {
 		if testHookChainMove != nil {
 			testHookChainMove()
@@ -338,7 +359,7 @@ func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c
 	if c.Failed() {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
 	}
-	t, err := p.append(ctx, in, false, c, nil)
+	t, err := p.append(ctx, in, false, c, nil, deadline)
 	if err == nil && c != nil {
 		c.last, c.lastP = t, p
 	}
@@ -363,8 +384,9 @@ func (p *Producer) requiresTimestamps(ctx context.Context) bool {
 // append is Append; draining (from Close, for Submit's last batch) is allowed while closing.
 // With epoch (Submit's records), it fails with ErrDeliveryTimeout if DeliveryTimeout failed
 // batches since the records were submitted (p.expiries moved on), also while it waited for
-// buffer space: records accepted before a failed append must not commit after it.
-func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain, epoch *uint64) (*Ticket, error) {
+// buffer space: records accepted before a failed append must not commit after it. A
+// non-zero deadline is AppendChainedBy's.
+func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain, epoch *uint64, deadline time.Time) (*Ticket, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
@@ -383,7 +405,16 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 		own.FencingToken = &v
 	}
 	metered := int64(own.MeteredSize())
-	if err := p.acquire(ctx, metered, draining); err != nil {
+	actx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	if err := p.acquire(actx, metered, draining); err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			return nil, fmt.Errorf("%w: append not accepted by its deadline (no buffer space)", ErrDeliveryTimeout)
+		}
 		return nil, err
 	}
 	t := &Ticket{done: make(chan struct{}), records: len(own.Records), metered: metered, start: time.Now(), chain: chain}
@@ -399,6 +430,10 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	if epoch != nil && *epoch != p.expiries {
 		p.releaseLocked(1, metered)
 		return nil, errSubmittedBeforeExpiry
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		p.releaseLocked(1, metered)
+		return nil, fmt.Errorf("%w: append not accepted by its deadline", ErrDeliveryTimeout)
 	}
 	b := p.open
 	if b == nil {
@@ -436,6 +471,9 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	b.tickets = append(b.tickets, t)
 	b.chained = b.chained || chain != nil
 	b.metered += metered
+	if !deadline.IsZero() && (b.deadline.IsZero() || deadline.Before(b.deadline)) {
+		b.deadline = deadline
+	}
 	if p.cfg.FlushInterval == 0 || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
 		p.sealLocked()
 	}
@@ -519,6 +557,9 @@ func (p *Producer) sealLocked() {
 	default:
 	}
 	if p.cfg.DeliveryTimeout > 0 {
+		if d := b.sealed.Add(p.cfg.DeliveryTimeout); b.deadline.IsZero() || d.Before(b.deadline) {
+			b.deadline = d
+		}
 		select {
 		case p.expKick <- struct{}{}:
 		default:
@@ -678,40 +719,51 @@ func (p *Producer) upload(b *batch) error {
 	}
 }
 
-// expireLocked applies DeliveryTimeout at now: if the oldest pending batch that no manifest
-// write may have committed (none in flight holds it, and none that held it had an unknown
-// outcome) was flushed DeliveryTimeout ago or more, it fails that batch's appends with
-// ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write may
-// have committed either: the committer takes batches in order, as a prefix of pending) or
-// still open, and drops them; Submit's records waiting for their append see the count of
+// expireLocked applies DeliveryTimeout at now: it finds the oldest pending batch that no
+// manifest write may have committed (none in flight holds it, and none that held it had an
+// unknown outcome) and is past its deadline (flushed DeliveryTimeout ago or more, or holding
+// an append whose own deadline has passed: AppendChainedBy). It fails that batch's appends
+// with ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write
+// may have committed either: the committer takes batches in order, as a prefix of pending)
+// or still open, and drops them; Submit's records waiting for their append see the count of
 // expiries change and fail too. So no append commits after one accepted before it has
-// failed so. It returns when the oldest such batch left will expire (zero if none, or no
-// timeout is set).
+// failed so. Batches before it are left to commit. It returns the earliest deadline of the
+// batches left that a write may not have committed (zero if none, or no timeout is set).
 func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	timeout := p.cfg.DeliveryTimeout
 	if timeout <= 0 {
 		return time.Time{}
 	}
-	i := p.unwrittenLocked()
-	if i == len(p.pending) {
-		return time.Time{}
+	j := -1
+	for i := p.unwrittenLocked(); i < len(p.pending); i++ {
+		d := p.pending[i].deadline
+		if !now.Before(d) {
+			j = i
+			break
+		}
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
 	}
-	first := p.pending[i]
-	if deadline := first.sealed.Add(timeout); now.Before(deadline) {
-		return deadline
+	if j < 0 {
+		return next
 	}
+	first := p.pending[j]
+	// How long after its flush it failed: DeliveryTimeout, or less when an append's own
+	// deadline came first.
+	within := max(first.deadline.Sub(first.sealed), 0).Round(time.Millisecond)
 	var cause error
 	switch {
 	case first.uploaded && p.commitErr != nil:
-		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, timeout, causeOf(p.commitErr))
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, within, causeOf(p.commitErr))
 	case first.uploaded:
-		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (a manifest write before it did not finish)", ErrDeliveryTimeout, first.num, timeout)
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (a manifest write before it did not finish)", ErrDeliveryTimeout, first.num, within)
 	case first.lastErr != nil:
-		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, timeout, causeOf(first.lastErr))
+		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, within, causeOf(first.lastErr))
 	default:
-		cause = fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, timeout)
+		cause = fmt.Errorf("%w: batch %d not stored within %v (no store request finished)", ErrDeliveryTimeout, first.num, within)
 	}
-	batches, appends := p.dropFromLocked(i, func(b *batch) error {
+	batches, appends := p.dropFromLocked(j, func(b *batch) error {
 		if b == first {
 			return cause
 		}
@@ -719,8 +771,8 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	})
 	p.expiries++
 	p.log.Error("appends failed: their batches were not committed within the delivery timeout", "batches", batches, "appends", appends,
-		"first_batch", first.num, "timeout", timeout, "err", cause)
-	return time.Time{}
+		"first_batch", first.num, "timeout", timeout, "within", within, "err", cause)
+	return next
 }
 
 // unwrittenLocked returns the index of the oldest pending batch that no manifest write may
