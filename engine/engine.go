@@ -38,8 +38,10 @@ import (
 // which S2's SDKs give up on an append session's ack and resend the append (their default
 // retry policy), so that such a client has been told the append failed before it resends
 // it: with a longer bound, an outage of more than 5 s wrote those appends twice. The engine
-// passes each append's deadline to its producer (producer.AppendChainedBy), so the bound
-// covers the producer's open and the wait for buffer space as well as the batch.
+// passes each append's arrival to its producer (producer.AppendChainedSince), so the bound
+// covers the producer's open and the wait for buffer space as well as the batch (not the
+// append's time in the open batch, at most the flush interval); an append that waited more
+// than half of it to be handed over is refused then.
 const DefaultDeliveryTimeout = 4 * time.Second
 
 // Config configures an Engine. Start from DefaultConfig.
@@ -568,14 +570,14 @@ func (e *Engine) Tail(ctx context.Context, basin, name string) (manifest.Positio
 
 // Append appends in to a stream through the stream's shared producer and waits for its ack.
 func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.AppendInput) (producer.Ack, error) {
-	deliverBy := e.deliverBy()
+	arrived := time.Now()
 	for attempt := 0; ; attempt++ {
-		op, err := e.acquire(ctx, basin, name)
+		op, err := e.acquireFor(ctx, basin, name, arrived)
 		if err != nil {
 			return producer.Ack{}, err
 		}
 		var ack producer.Ack
-		t, err := op.p.AppendChainedBy(ctx, in, nil, deliverBy)
+		t, err := op.p.AppendChainedSince(ctx, in, nil, arrived)
 		if err == nil {
 			ack, err = t.Wait(ctx)
 		}
@@ -603,21 +605,22 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 // if none before it failed (producer.Chain): an append session can have many in flight, the
 // producer batches them into few commits, and nothing after a failure enters the stream. The
 // error returned at once is one of handing over: no such stream, an invalid input, a closed
-// engine, an earlier failure of the chain, the delivery timeout passing while the stream's
-// producer opened or the append waited for buffer space. An error from the wait is final for this input:
+// engine, an earlier failure of the chain, the delivery timeout (producer.ErrDeliveryTimeout)
+// when opening the stream's producer, or waiting to be handed to it, took too long
+// (producer.AppendChainedSince). An error from the wait is final for this input:
 // unlike Append, it is not retried on a fresh producer, which could reorder it after inputs
 // handed over since. Order holds across producers too: if the stream's producer is replaced
 // while earlier inputs are still pending on it (the stream deleted and created again), the
 // chain's next input waits for them on the new producer (producer.AppendChained) and fails
 // if one of them does.
 func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfmt.AppendInput, chain *producer.Chain) (wait func(context.Context) (producer.Ack, error), err error) {
-	deliverBy := e.deliverBy()
+	arrived := time.Now()
 	for attempt := 0; ; attempt++ {
-		op, err := e.acquire(ctx, basin, name)
+		op, err := e.acquireFor(ctx, basin, name, arrived)
 		if err != nil {
 			return nil, err
 		}
-		t, err := op.p.AppendChainedBy(ctx, in, chain, deliverBy)
+		t, err := op.p.AppendChainedSince(ctx, in, chain, arrived)
 		if err != nil {
 			e.release(op)
 			if attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
@@ -649,15 +652,25 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 	}
 }
 
-// deliverBy is the delivery deadline of an append received now (zero without a delivery
-// timeout). The timeout runs from the append's arrival, so that the time it waits for its
-// stream's producer to open, or for buffer space, counts against it: a client that gives up
-// on an append some time after sending it must have been told of its failure by then.
-func (e *Engine) deliverBy() time.Time {
-	if d := e.cfg.Producer.DeliveryTimeout; d > 0 {
-		return time.Now().Add(d)
+// acquireFor is acquire for an append that arrived at arrived: with a delivery timeout,
+// opening the stream's producer must end within it, counted from the append's arrival (an
+// append retried on a fresh producer keeps its first arrival), or the append fails with
+// producer.ErrDeliveryTimeout, nothing of it written. The producer's own open is bounded by
+// the timeout from its start as well. The time the append then waits to be accepted also
+// counts (producer.AppendChainedSince): a client that gives up on an append some time
+// after sending it must have been told of its failure by then.
+func (e *Engine) acquireFor(ctx context.Context, basin, name string, arrived time.Time) (*openProducer, error) {
+	d := e.cfg.Producer.DeliveryTimeout
+	if d <= 0 {
+		return e.acquire(ctx, basin, name)
 	}
-	return time.Time{}
+	actx, cancel := context.WithDeadline(ctx, arrived.Add(d))
+	defer cancel()
+	op, err := e.acquire(actx, basin, name)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil && !errors.Is(err, producer.ErrDeliveryTimeout) {
+		err = fmt.Errorf("%w: the stream's producer did not open within %v of the append's arrival: %w", producer.ErrDeliveryTimeout, d, err)
+	}
+	return op, err
 }
 
 // settle ends an AppendAsync's use of op once its ticket has resolved with err.

@@ -164,6 +164,14 @@ func (p *Producer) commitGroup(group []*batch) {
 				b.inWrite = false
 				b.maybeWritten = b.maybeWritten || unknown
 			}
+			if !unknown && p.cfg.DeliveryTimeout > 0 {
+				// The group is no longer held: DeliveryTimeout may fail it now, and the
+				// expiry timer, which skipped it while the write held it, may be off.
+				select {
+				case p.expKick <- struct{}{}:
+				default:
+				}
+			}
 		}
 		p.mu.Unlock()
 		if err == nil {

@@ -12,16 +12,17 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// An append's own deadline (AppendChainedBy) fails its batch before DeliveryTimeout would,
-// and only from that batch on: an earlier batch, whose deadline is later, is left to commit
-// once the store is back, and the stream holds it and what came after the failure.
-func TestAppendDeadlineFailsFromItsBatch(t *testing.T) {
+// An append that waited to be accepted (AppendChainedSince) has that much less time after
+// its batch's flush, and fails before a batch flushed earlier that did not wait; it fails
+// only from its batch on: the earlier batch is left to commit once the store is back, and
+// the stream holds it and what came after the failure.
+func TestAppendSinceFailsFromItsBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newStreamStore(t)
 		s := &refuseStore{Store: mem, kind: objectstore.ErrAccessDenied, n: 1 << 30}
 		cfg := testConfig(s)
 		cfg.FlushInterval = 0 // a batch per append
-		cfg.DeliveryTimeout = time.Hour
+		cfg.DeliveryTimeout = 2 * time.Second
 		p := newProducer(t, cfg)
 		ctx := context.Background()
 
@@ -30,21 +31,25 @@ func TestAppendDeadlineFailsFromItsBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		late, err := p.AppendChainedBy(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, nil, start.Add(100*time.Millisecond))
+		since := start.Add(-time.Second) // received half the delivery timeout ago
+		late, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, nil, since)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = late.Result()
 		if !errors.Is(err, ErrDeliveryTimeout) || !errors.Is(err, objectstore.ErrAccessDenied) {
-			t.Fatalf("append with a 100ms deadline: %v, want ErrDeliveryTimeout wrapping the refusal", err)
+			t.Fatalf("append with half its delivery timeout left: %v, want ErrDeliveryTimeout wrapping the refusal", err)
 		}
-		if waited := time.Since(start); waited != 100*time.Millisecond {
-			t.Errorf("append failed after %v, want at its deadline, 100ms", waited)
+		if waited := time.Since(start); waited != time.Second {
+			t.Errorf("append failed after %v, want when its delivery timeout ran out, 1s", waited)
+		}
+		if !strings.Contains(err.Error(), "1s of its flush (1s of the delivery timeout 2s spent before an append of it was accepted)") {
+			t.Errorf("error %q does not say how long the batch had", err)
 		}
 		select {
 		case <-early.Done():
 			_, err := early.Result()
-			t.Fatalf("the earlier append, whose deadline is an hour away, resolved with the later one's failure: %v", err)
+			t.Fatalf("the earlier append, with another second to go, resolved with the later one's failure: %v", err)
 		default:
 		}
 
@@ -71,10 +76,10 @@ func TestAppendDeadlineFailsFromItsBatch(t *testing.T) {
 	})
 }
 
-// An append whose deadline passes before it is accepted (waiting for buffer space, or
-// already past) is refused with ErrDeliveryTimeout and takes no space; with no
-// DeliveryTimeout a deadline is ignored.
-func TestAppendDeadlineBeforeAcceptance(t *testing.T) {
+// An append not accepted within half its delivery timeout, counted from since (it waits
+// for buffer space, or that time has passed already), is refused with ErrDeliveryTimeout
+// and takes no space; with no DeliveryTimeout, since is ignored.
+func TestAppendSinceBeforeAcceptance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newStreamStore(t)
 		s := &refuseStore{Store: mem, kind: objectstore.ErrAccessDenied, n: 1 << 30}
@@ -85,20 +90,20 @@ func TestAppendDeadlineBeforeAcceptance(t *testing.T) {
 		p := newProducer(t, cfg)
 		ctx := context.Background()
 
-		if _, err := p.AppendChainedBy(ctx, batchfmt.AppendInput{Records: bodyRecs("past")}, nil, time.Now().Add(-time.Millisecond)); !errors.Is(err, ErrDeliveryTimeout) {
-			t.Fatalf("append whose deadline has passed: %v, want ErrDeliveryTimeout at once", err)
+		if _, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("past")}, nil, time.Now().Add(-30*time.Minute-time.Millisecond)); !errors.Is(err, ErrDeliveryTimeout) {
+			t.Fatalf("append received over half its delivery timeout ago: %v, want ErrDeliveryTimeout at once", err)
 		}
 		first, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err = p.AppendChainedBy(ctx, batchfmt.AppendInput{Records: bodyRecs("no-room")}, nil, start.Add(50*time.Millisecond))
+		_, err = p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("no-room")}, nil, start.Add(50*time.Millisecond-30*time.Minute))
 		if !errors.Is(err, ErrDeliveryTimeout) || !strings.Contains(err.Error(), "no buffer space") {
-			t.Fatalf("append waiting for room past its deadline: %v, want ErrDeliveryTimeout naming the wait", err)
+			t.Fatalf("append waiting for room past its delivery timeout: %v, want ErrDeliveryTimeout naming the wait", err)
 		}
 		if waited := time.Since(start); waited != 50*time.Millisecond {
-			t.Errorf("refused after %v, want at its deadline, 50ms", waited)
+			t.Errorf("refused after %v, want when half its delivery timeout ran out, 50ms", waited)
 		}
 		s.mu.Lock()
 		s.n = 0
@@ -114,9 +119,9 @@ func TestAppendDeadlineBeforeAcceptance(t *testing.T) {
 		cfg = testConfig(mem)
 		cfg.FlushInterval = 0
 		p = newProducer(t, cfg) // DeliveryTimeout 0
-		tk, err := p.AppendChainedBy(ctx, batchfmt.AppendInput{Records: bodyRecs("no-bound")}, nil, time.Now().Add(-time.Millisecond))
+		tk, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("no-bound")}, nil, time.Now().Add(-time.Hour))
 		if err != nil {
-			t.Fatalf("append with a past deadline and no DeliveryTimeout: %v, want the deadline ignored", err)
+			t.Fatalf("append received an hour ago, no DeliveryTimeout: %v, want since ignored", err)
 		}
 		noBound, err := tk.Result()
 		if err != nil {

@@ -19,7 +19,9 @@
 //     AppendChained(ctx, in, chain) is Append for an ordered run of appends, such as an S2
 //     append session's, with many in flight: each commits only if none before it in its
 //     Chain failed (else manifest.ErrPrecedingAppendFailed), so nothing after a session's
-//     first failure enters the stream.
+//     first failure enters the stream. AppendChainedSince(ctx, in, chain, since) also counts
+//     Config.DeliveryTimeout from since, when the caller received the append, as the daemon
+//     does for its clients' appends (ErrDeliveryTimeout).
 //   - Submit(ctx, record) batches single records with the seeds' BatchingConfig (linger,
 //     max records, max bytes); its RecordTicket gives the record's seq_num and its batch's Ack.
 //   - Flush(ctx) flushes everything buffered and waits for the outcome of every append
@@ -40,11 +42,13 @@
 //     digits, by one of UploadConcurrency uploaders. A failed upload is retried with
 //     jittered exponential backoff, each attempt under a new key, until it succeeds, the
 //     producer is aborted (Close waits for it until Close's context ends), or, with
-//     Config.DeliveryTimeout set, the batch is not committed that long after its flush:
-//     then its appends, and every append accepted after them, fail with ErrDeliveryTimeout
-//     and are not in the stream (a batch a manifest write may have committed, one in flight
-//     or one with an unknown outcome, is not failed so). Each failure is
-//     logged at Warn; one the store refuses (a missing
+//     Config.DeliveryTimeout set, the batch is not committed that long after its flush
+//     (less the longest time an append of it waited to be accepted, for appends handed
+//     over with AppendChainedSince, which must be accepted within half of it): then its
+//     appends, and every append accepted after them, fail with ErrDeliveryTimeout and are
+//     not in the stream (a batch a manifest write may have committed, one in flight or one
+//     with an unknown outcome, is not failed so). Each failure is logged at Warn; one the
+//     store refuses (a missing
 //     bucket, refused credentials: objectstore.ErrNoBucket, ErrAccessDenied), which only an
 //     operator can cure, at Error, with its class, as are the manifest reads and writes
 //     that fail so. A store whose server does not honour conditional writes

@@ -35,8 +35,8 @@ var (
 	// CommitDeadline after the process that had it died). The append's outcome is unknown.
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
 	// ErrDeliveryTimeout: the append's batch was not committed within
-	// Config.DeliveryTimeout of its flush (or by an append's own deadline: AppendChainedBy),
-	// or an earlier batch was not (appends accepted after a failed one fail with it). The
+	// Config.DeliveryTimeout of its flush (less the time it waited to be accepted, for
+	// AppendChainedSince), or an earlier batch was not (appends accepted after a failed one fail with it). The
 	// append is not in the stream. The error also wraps the store's refusal behind it, if
 	// that is the cause (objectstore.Refused: ErrNoBucket, ErrAccessDenied,
 	// ErrConditionsUnsupported); other causes are given as text only, so that it never also
@@ -171,8 +171,10 @@ type batch struct {
 	opened    time.Time
 	sealed    time.Time // when it was flushed: DeliveryTimeout runs from here
 	arrivalMs uint64
-	// deadline is when DeliveryTimeout fails it: the earliest of its appends' own deadlines
-	// (AppendChainedBy) and, once it is flushed, sealed + DeliveryTimeout (zero: none yet).
+	// preWait is the longest an append of it waited to be accepted (AppendChainedSince),
+	// which DeliveryTimeout leaves it the less after its flush; deadline is when
+	// DeliveryTimeout fails it, sealed + DeliveryTimeout - preWait (set when it is flushed).
+	preWait  time.Duration
 	deadline time.Time
 
 	// Set by uploaders / the committer.
@@ -330,36 +332,52 @@ func (p *Producer) Append(ctx context.Context, in batchfmt.AppendInput) (*Ticket
 // another producer, it first waits (within ctx) until that append has resolved. It fails at
 // once with manifest.ErrPrecedingAppendFailed if an append of c has failed.
 func (p *Producer) AppendChained(ctx context.Context, in batchfmt.AppendInput, c *Chain) (*Ticket, error) {
-	return p.AppendChainedBy(ctx, in, c, time.Time{})
+	return p.AppendChainedSince(ctx, in, c, time.Time{})
 }
 
-// AppendChainedBy is AppendChained with a delivery deadline of the append's own. With
-// Config.DeliveryTimeout set, the append fails with ErrDeliveryTimeout once its batch is
-// not committed by deadline, or DeliveryTimeout after its flush, whichever comes first,
-// under DeliveryTimeout's rules (nothing of it is in the stream, appends accepted after it
-// fail too, and a batch a manifest write may have committed is not failed); and it is
-// refused with ErrDeliveryTimeout if deadline passes before it is accepted (while it waits
-// for buffer space, say). It is for a caller whose own client gives up on an append at a
-// time of its own: the daemon passes the time it received the append plus DeliveryTimeout,
-// so that the time an append waited for its stream's producer to open, or for buffer
-// space, counts against the bound. A zero deadline, or a DeliveryTimeout of zero, leaves
-// DeliveryTimeout alone.
-func (p *Producer) AppendChainedBy(ctx context.Context, in batchfmt.AppendInput, c *Chain, deadline time.Time) (*Ticket, error) {
+// AppendChainedSince is AppendChained for an append its caller received at since, whose
+// delivery timeout counts from then. With Config.DeliveryTimeout set:
+//   - it is refused with ErrDeliveryTimeout unless it is accepted within half of
+//     DeliveryTimeout since then (while it waits for the chain's last append on another
+//     producer, or for buffer space);
+//   - the time it waited to be accepted is taken off what DeliveryTimeout gives its batch
+//     after the flush (the time in the open batch, at most FlushInterval, does not count,
+//     as with Append);
+//   - the appends of one batch share its bound, which the one that waited longest sets (so
+//     an append that did not wait may have as little as half of DeliveryTimeout, and, if
+//     its batch fails so, the appends accepted after it fail too, as always).
+//
+// Otherwise DeliveryTimeout's rules hold: nothing of a failed append is in the stream,
+// appends accepted after it fail too, and a batch a manifest write may have committed is
+// not failed. It is for a caller whose client gives up on an append some time after
+// sending it: the daemon passes the time it received the append, so that the time the
+// append waited for its stream's producer to open or for buffer space counts against the
+// bound. A zero since, or a DeliveryTimeout of zero, leaves DeliveryTimeout as it is.
+func (p *Producer) AppendChainedSince(ctx context.Context, in batchfmt.AppendInput, c *Chain, since time.Time) (*Ticket, error) {
 	if p.cfg.DeliveryTimeout <= 0 {
-		deadline = time.Time{}
+		since = time.Time{}
 	}
 	if c != nil && c.last != nil && c.lastP != p {
 		if testHookChainMove != nil {
 			testHookChainMove()
 		}
-		if err := c.Wait(ctx); err != nil {
+		wctx := ctx
+		if !since.IsZero() {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(ctx, since.Add(p.cfg.DeliveryTimeout/2))
+			defer cancel()
+		}
+		if err := c.Wait(wctx); err != nil {
+			if ctx.Err() == nil && wctx.Err() != nil {
+				return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (waiting for the chain's last append on another producer)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout)
+			}
 			return nil, err
 		}
 	}
 	if c.Failed() {
 		return nil, fmt.Errorf("producer: %w", manifest.ErrPrecedingAppendFailed)
 	}
-	t, err := p.append(ctx, in, false, c, nil, deadline)
+	t, err := p.append(ctx, in, false, c, nil, since)
 	if err == nil && c != nil {
 		c.last, c.lastP = t, p
 	}
@@ -385,8 +403,8 @@ func (p *Producer) requiresTimestamps(ctx context.Context) bool {
 // With epoch (Submit's records), it fails with ErrDeliveryTimeout if DeliveryTimeout failed
 // batches since the records were submitted (p.expiries moved on), also while it waited for
 // buffer space: records accepted before a failed append must not commit after it. A
-// non-zero deadline is AppendChainedBy's.
-func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain, epoch *uint64, deadline time.Time) (*Ticket, error) {
+// non-zero since is AppendChainedSince's (with DeliveryTimeout set).
+func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining bool, chain *Chain, epoch *uint64, since time.Time) (*Ticket, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
@@ -406,14 +424,14 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	}
 	metered := int64(own.MeteredSize())
 	actx := ctx
-	if !deadline.IsZero() {
+	if !since.IsZero() {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(ctx, deadline)
+		actx, cancel = context.WithDeadline(ctx, since.Add(p.cfg.DeliveryTimeout/2))
 		defer cancel()
 	}
 	if err := p.acquire(actx, metered, draining); err != nil {
 		if ctx.Err() == nil && actx.Err() != nil {
-			return nil, fmt.Errorf("%w: append not accepted by its deadline (no buffer space)", ErrDeliveryTimeout)
+			return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (no buffer space)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout)
 		}
 		return nil, err
 	}
@@ -431,9 +449,12 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 		p.releaseLocked(1, metered)
 		return nil, errSubmittedBeforeExpiry
 	}
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		p.releaseLocked(1, metered)
-		return nil, fmt.Errorf("%w: append not accepted by its deadline", ErrDeliveryTimeout)
+	var preWait time.Duration
+	if !since.IsZero() {
+		if preWait = max(time.Since(since), 0); preWait > p.cfg.DeliveryTimeout/2 {
+			p.releaseLocked(1, metered)
+			return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (it waited %v)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout, preWait.Round(time.Millisecond))
+		}
 	}
 	b := p.open
 	if b == nil {
@@ -471,9 +492,7 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	b.tickets = append(b.tickets, t)
 	b.chained = b.chained || chain != nil
 	b.metered += metered
-	if !deadline.IsZero() && (b.deadline.IsZero() || deadline.Before(b.deadline)) {
-		b.deadline = deadline
-	}
+	b.preWait = max(b.preWait, preWait)
 	if p.cfg.FlushInterval == 0 || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
 		p.sealLocked()
 	}
@@ -557,9 +576,7 @@ func (p *Producer) sealLocked() {
 	default:
 	}
 	if p.cfg.DeliveryTimeout > 0 {
-		if d := b.sealed.Add(p.cfg.DeliveryTimeout); b.deadline.IsZero() || d.Before(b.deadline) {
-			b.deadline = d
-		}
+		b.deadline = b.sealed.Add(p.cfg.DeliveryTimeout - b.preWait)
 		select {
 		case p.expKick <- struct{}{}:
 		default:
@@ -721,14 +738,15 @@ func (p *Producer) upload(b *batch) error {
 
 // expireLocked applies DeliveryTimeout at now: it finds the oldest pending batch that no
 // manifest write may have committed (none in flight holds it, and none that held it had an
-// unknown outcome) and is past its deadline (flushed DeliveryTimeout ago or more, or holding
-// an append whose own deadline has passed: AppendChainedBy). It fails that batch's appends
-// with ErrDeliveryTimeout, and those of every batch after it, pending (none of which a write
-// may have committed either: the committer takes batches in order, as a prefix of pending)
-// or still open, and drops them; Submit's records waiting for their append see the count of
-// expiries change and fail too. So no append commits after one accepted before it has
-// failed so. Batches before it are left to commit. It returns the earliest deadline of the
-// batches left that a write may not have committed (zero if none, or no timeout is set).
+// unknown outcome) and is past its deadline: flushed DeliveryTimeout ago or more, less the
+// longest time an append of it waited to be accepted (AppendChainedSince). It fails that
+// batch's appends with ErrDeliveryTimeout, and those of every batch after it, pending (none
+// of which a write may have committed either: the committer takes batches in order, as a
+// prefix of pending) or still open, and drops them; Submit's records waiting for their
+// append see the count of expiries change and fail too. So no append commits after one
+// accepted before it has failed so. Batches before it are left to commit. It returns the
+// earliest deadline of the batches left that a write may not have committed (zero if none,
+// or no timeout is set).
 func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 	timeout := p.cfg.DeliveryTimeout
 	if timeout <= 0 {
@@ -749,15 +767,18 @@ func (p *Producer) expireLocked(now time.Time) (next time.Time) {
 		return next
 	}
 	first := p.pending[j]
-	// How long after its flush it failed: DeliveryTimeout, or less when an append's own
-	// deadline came first.
-	within := max(first.deadline.Sub(first.sealed), 0).Round(time.Millisecond)
+	// How long after its flush it failed: DeliveryTimeout, less the time an append of it
+	// waited to be accepted.
+	within := fmt.Sprint(timeout)
+	if w := first.preWait.Round(time.Millisecond); w > 0 {
+		within = fmt.Sprintf("%v of its flush (%v of the delivery timeout %v spent before an append of it was accepted)", timeout-w, w, timeout)
+	}
 	var cause error
 	switch {
 	case first.uploaded && p.commitErr != nil:
 		cause = fmt.Errorf("%w: batch %d stored but not committed within %v: %w", ErrDeliveryTimeout, first.num, within, causeOf(p.commitErr))
 	case first.uploaded:
-		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (a manifest write before it did not finish)", ErrDeliveryTimeout, first.num, within)
+		cause = fmt.Errorf("%w: batch %d stored but not committed within %v (no manifest write committed it in time)", ErrDeliveryTimeout, first.num, within)
 	case first.lastErr != nil:
 		cause = fmt.Errorf("%w: batch %d not stored within %v: %w", ErrDeliveryTimeout, first.num, within, causeOf(first.lastErr))
 	default:
