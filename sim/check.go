@@ -80,7 +80,7 @@ func (h *harness) checkCollected(ctx context.Context, refs map[string]bool) {
 // nothing that was never appended, and every acked record exactly at its acked position.
 func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 	h.mu.Lock()
-	appended := h.appended
+	appended, expired := h.appended, h.expired
 	acked := append([]ackedAppend(nil), h.acked...)
 	h.mu.Unlock()
 	// In queue mode the collector may have dropped entries the group consumed: the stream
@@ -114,6 +114,9 @@ func (h *harness) checkStream(recs []streamRecord, st *manifest.State) {
 		where[r.Body] = i
 		if !appended[r.Body] {
 			h.violate("record %q at %d was never appended", r.Body, i)
+		}
+		if expired[r.Body] {
+			h.violate("record %q at %d is in the stream, but its append failed with ErrDeliveryTimeout", r.Body, i)
 		}
 	}
 	for _, a := range acked {

@@ -76,6 +76,13 @@ type Scenario struct {
 	// producer.Config.ProducerID requires, it waits the commit deadline after a crash first,
 	// so that no write of the dead process can still land.
 	FixedIDs bool
+	// DeliveryTimeout, if set, is every producer's producer.Config.DeliveryTimeout, and
+	// appends are handed over with producer.AppendChainedSince, as received up to SinceMax
+	// earlier (over half of DeliveryTimeout: refused at once). An append that fails with
+	// producer.ErrDeliveryTimeout must not be in the stream, nor may any append its
+	// instance accepted before that failure.
+	DeliveryTimeout time.Duration
+	SinceMax        time.Duration
 
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
 	sabotage func(h *harness)
@@ -116,6 +123,10 @@ func NewScenario(seed uint64) Scenario {
 	}
 	sc.Queue = sc.Consumer && sc.GC && r.IntN(3) == 0
 	sc.FixedIDs = r.IntN(3) == 0
+	if r.IntN(3) == 0 {
+		sc.DeliveryTimeout = time.Duration(50+r.IntN(3000)) * time.Millisecond
+		sc.SinceMax = []time.Duration{0, sc.DeliveryTimeout / 2, sc.DeliveryTimeout * 2 / 3}[r.IntN(3)]
+	}
 	if seed%25 == 24 {
 		sc.Producers, sc.Appends, sc.MaxRecords, sc.Pipeline = 1, 600+r.IntN(200), 1, 64
 		sc.FlushInterval, sc.MaxGroupBatches = 0, 64
@@ -138,6 +149,9 @@ func (sc *Scenario) Validate() error {
 	if sc.LateProb > 0 && sc.LateMax <= 0 {
 		bad("late writes need LateMax > 0")
 	}
+	if sc.DeliveryTimeout < 0 || sc.SinceMax < 0 {
+		bad("delivery timeout %v and since max %v must not be negative", sc.DeliveryTimeout, sc.SinceMax)
+	}
 	if sc.Grace <= 0 || sc.GCInterval <= 0 {
 		bad("grace %v and gc interval %v must be > 0", sc.Grace, sc.GCInterval)
 	}
@@ -158,6 +172,7 @@ type Result struct {
 	Trace []string
 
 	Appended, Acked, Present   int // records
+	Expired                    int // records of appends that failed with ErrDeliveryTimeout
 	ProducerInstances, Crashes int
 	LateWrites                 int64
 	Faults                     objectstore.FaultCounts
@@ -200,6 +215,7 @@ type harness struct {
 	events     []string
 	appended   map[string]bool
 	acked      []ackedAppend
+	expired    map[string]bool // records of appends that failed with ErrDeliveryTimeout
 	instances  int
 	crashes    int
 	violations []error
@@ -240,7 +256,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 	if err := sc.Validate(); err != nil {
 		return Result{Scenario: sc}, err
 	}
-	h := &harness{sc: sc, start: time.Now(), base: objectstore.NewMemStore(), appended: map[string]bool{},
+	h := &harness{sc: sc, start: time.Now(), base: objectstore.NewMemStore(), appended: map[string]bool{}, expired: map[string]bool{},
 		targetSet: make(chan struct{}), consumerOK: make(chan struct{})}
 	h.led = newLedger(h.base, sc.ManifestPath)
 	var err error
@@ -332,6 +348,7 @@ func (h *harness) result() Result {
 		res.Trace = append([]string(nil), h.events...)
 	}
 	res.Appended = len(h.appended)
+	res.Expired = len(h.expired)
 	for _, a := range h.acked {
 		res.Acked += len(a.bodies)
 	}
@@ -406,12 +423,16 @@ func (h *harness) producerConfig(store objectstore.Store, id string) producer.Co
 	cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}
 	cfg.ProducerID = id
 	cfg.StreamConfig.QueueMode = h.sc.Queue
+	cfg.DeliveryTimeout = h.sc.DeliveryTimeout
 	return cfg
 }
 
 type pendingAppend struct {
 	bodies []string
 	t      *producer.Ticket
+	// before are the appends of its instance accepted before it and unresolved when it was
+	// accepted: if one of them then fails with ErrDeliveryTimeout, so must it.
+	before []*pendingAppend
 }
 
 // runSlot runs one producer slot: instances until Appends appends were made.
@@ -427,12 +448,16 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 		h.mu.Lock()
 		h.instances++
 		h.mu.Unlock()
-		var pending []pendingAppend
+		var pending []*pendingAppend
 		id := name
 		if h.sc.FixedIDs {
 			id = fmt.Sprintf("p%d", slot)
 		}
 		p, err := producer.New(pctx, h.producerConfig(ps, id))
+		if err != nil && errors.Is(err, producer.ErrDeliveryTimeout) && !ps.isDead() && ctx.Err() == nil {
+			h.event("%s: open failed with the delivery timeout: %v", name, err)
+			err = errOpenTimedOut
+		}
 		if err == nil {
 			for n < h.sc.Appends && !ps.isDead() {
 				in := batchfmt.AppendInput{}
@@ -453,7 +478,22 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 					h.appended[b] = true
 				}
 				h.mu.Unlock()
-				t, err := p.Append(pctx, in)
+				var t *producer.Ticket
+				if h.sc.DeliveryTimeout > 0 {
+					since := time.Now()
+					if h.sc.SinceMax > 0 {
+						since = since.Add(-time.Duration(r.Int64N(int64(h.sc.SinceMax))))
+					}
+					t, err = p.AppendChainedSince(pctx, in, nil, since)
+				} else {
+					t, err = p.Append(pctx, in)
+				}
+				if err != nil && errors.Is(err, producer.ErrDeliveryTimeout) && !ps.isDead() {
+					h.event("%s: append %d refused: %v", name, n, err)
+					h.expire(bodies)
+					n++
+					continue
+				}
 				if err != nil {
 					if !ps.isDead() && ctx.Err() == nil {
 						h.violate("%s: append %d refused without a crash: %v", name, n, err)
@@ -461,7 +501,15 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 					break
 				}
 				n++
-				pending = append(pending, pendingAppend{bodies, t})
+				pa := &pendingAppend{bodies: bodies, t: t}
+				for _, q := range pending {
+					select {
+					case <-q.t.Done():
+					default:
+						pa.before = append(pa.before, q)
+					}
+				}
+				pending = append(pending, pa)
 				// Keep at most Pipeline appends unacknowledged.
 				for unresolved(pending) >= h.sc.Pipeline && !ps.isDead() {
 					select {
@@ -484,7 +532,7 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 				cancel()
 				p.Close(dead) // reap the goroutines of the crashed process
 			}
-		} else if !ps.isDead() && ctx.Err() == nil {
+		} else if !ps.isDead() && ctx.Err() == nil && err != errOpenTimedOut {
 			h.violate("%s: producer.New failed without a crash: %v", name, err)
 		}
 		stop()
@@ -503,9 +551,17 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 			}
 			ack, err := pa.t.Result()
 			if err == nil {
+				for _, q := range pa.before {
+					if _, qerr := q.t.Result(); errors.Is(qerr, producer.ErrDeliveryTimeout) {
+						h.violate("%s: append %q committed, but %q, accepted before it, failed after it was accepted: %v", name, pa.bodies[0], q.bodies[0], qerr)
+					}
+				}
 				h.mu.Lock()
 				h.acked = append(h.acked, ackedAppend{pa.bodies, ack})
 				h.mu.Unlock()
+			} else if errors.Is(err, producer.ErrDeliveryTimeout) && h.sc.DeliveryTimeout > 0 {
+				h.event("%s: append %q failed: %v", name, pa.bodies[0], err)
+				h.expire(pa.bodies)
 			} else if h.sc.Queue && errors.Is(err, producer.ErrPositionsUnavailable) {
 				// Committed, but the collector dropped its entry (the group had consumed it)
 				// before the producer could read its positions back: allowed in queue mode.
@@ -517,7 +573,20 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 	}
 }
 
-func unresolved(p []pendingAppend) int {
+// errOpenTimedOut marks a producer.New that failed with the delivery timeout (allowed).
+var errOpenTimedOut = errors.New("sim: open timed out")
+
+// expire records the bodies of an append that failed with ErrDeliveryTimeout: they must
+// not be in the stream.
+func (h *harness) expire(bodies []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range bodies {
+		h.expired[b] = true
+	}
+}
+
+func unresolved(p []*pendingAppend) int {
 	n := 0
 	for _, a := range p {
 		select {
@@ -529,7 +598,7 @@ func unresolved(p []pendingAppend) int {
 	return n
 }
 
-func firstUnresolved(p []pendingAppend) *producer.Ticket {
+func firstUnresolved(p []*pendingAppend) *producer.Ticket {
 	for _, a := range p {
 		select {
 		case <-a.t.Done():

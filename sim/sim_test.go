@@ -107,6 +107,7 @@ func TestSim(t *testing.T) {
 				defer mu.Unlock()
 				total.Appended += res.Appended
 				total.Acked += res.Acked
+				total.Expired += res.Expired
 				total.Crashes += res.Crashes
 				total.LateWrites += res.LateWrites
 				total.Faults.Before += res.Faults.Before
@@ -128,14 +129,14 @@ func TestSim(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("total: appended %d, acked %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries; %d zombie members",
-		total.Appended, total.Acked, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops, zombies)
+	t.Logf("total: appended %d, acked %d, expired %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries; %d zombie members",
+		total.Appended, total.Acked, total.Expired, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops, zombies)
 	if n < 100 {
 		return
 	}
 	// A suite that exercised nothing would pass vacuously.
 	for what, got := range map[string]int64{
-		"acked records": int64(total.Acked), "crashes": int64(total.Crashes), "late writes": total.LateWrites,
+		"acked records": int64(total.Acked), "expired records": int64(total.Expired), "crashes": int64(total.Crashes), "late writes": total.LateWrites,
 		"errors before": total.Faults.Before, "errors after": total.Faults.After, "delays": total.Faults.Delayed,
 		"body errors": total.Faults.BodyErrors, "gc deletions": int64(total.Deleted), "deliveries": int64(total.Delivered),
 		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
@@ -177,6 +178,9 @@ func TestCheckerCatches(t *testing.T) {
 		{"acked record lost", "is missing", func(h *harness) {
 			h.acked = append(h.acked, ackedAppend{bodies: []string{"never.written"}, ack: h.acked[0].ack})
 			h.acked[len(h.acked)-1].ack.End.SeqNum = h.acked[len(h.acked)-1].ack.Start.SeqNum + 1
+		}, nil},
+		{"record of an expired append present", "failed with ErrDeliveryTimeout", func(h *harness) {
+			h.expired[h.acked[0].bodies[0]] = true
 		}, nil},
 		{"record never appended", "never appended", func(h *harness) {
 			for body := range h.appended {
