@@ -36,9 +36,10 @@ var (
 	ErrProducerIDReused = errors.New("producer: producer id reused: another process committed this batch number")
 	// ErrDeliveryTimeout: the append's batch was not committed within
 	// Config.DeliveryTimeout of its flush (less the time it waited to be accepted, for
-	// AppendChainedSince), or an earlier batch was not (appends accepted after a failed one fail with it). The
-	// append is not in the stream. The error also wraps the store's refusal behind it, if
-	// that is the cause (objectstore.Refused: ErrNoBucket, ErrAccessDenied,
+	// AppendChainedSince, which also refuses with it an append not accepted in time), or an
+	// earlier batch was not (appends accepted after a failed one fail with it). The append
+	// is not in the stream. The error also wraps the store's refusal behind it, if that is
+	// the cause (objectstore.Refused: ErrNoBucket, ErrAccessDenied,
 	// ErrConditionsUnsupported); other causes are given as text only, so that it never also
 	// matches ErrOutcomeUnknown or a conflict.
 	ErrDeliveryTimeout = errors.New("producer: delivery timeout")
