@@ -71,9 +71,9 @@ type Config struct {
 	// (then the committer retries until it learns the outcome); a batch whose writes all
 	// failed without effect (a conflict, a refusal) is. A separate timer applies the bound,
 	// so it holds while uploads or manifest writes hang. It also bounds New's opening of the
-	// stream (its manifest read, retried), which then fails with ErrDeliveryTimeout. An
-	// append may carry an earlier deadline of its own (AppendChainedBy). Must not be
-	// negative.
+	// stream (its manifest read, retried), which then fails with ErrDeliveryTimeout. For an
+	// append handed over with AppendChainedSince it counts from when the caller received
+	// the append. Must not be negative.
 	DeliveryTimeout time.Duration
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
 	// Two live producers must never share an id. A fixed id may be reused by a restarted
