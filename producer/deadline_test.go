@@ -55,9 +55,7 @@ func TestAppendSinceFailsFromItsBatch(t *testing.T) {
 		default:
 		}
 
-		s.mu.Lock()
-		s.n = 0 // the store is back
-		s.mu.Unlock()
+		s.heal() // the store is back
 		earlyAck, err := early.Result()
 		if err != nil {
 			t.Fatalf("earlier append once the store is back: %v", err)
@@ -107,9 +105,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 		if waited := time.Since(start); waited != 50*time.Millisecond {
 			t.Errorf("refused after %v, want when half its delivery timeout ran out, 50ms", waited)
 		}
-		s.mu.Lock()
-		s.n = 0
-		s.mu.Unlock()
+		s.heal()
 		firstAck, err := first.Result()
 		if err != nil {
 			t.Fatal(err)
@@ -243,9 +239,7 @@ func TestAppendSinceOpenBatchTimeNotCounted(t *testing.T) {
 		if !strings.Contains(err.Error(), "within 1s of its flush") {
 			t.Errorf("error does not say the batch had 1s after its flush: %v", err)
 		}
-		s.mu.Lock()
-		s.n = 0
-		s.mu.Unlock()
+		s.heal()
 		closeProducer(t, p)
 	})
 }

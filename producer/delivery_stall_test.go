@@ -235,9 +235,7 @@ func TestDeliveryTimeoutFailsTheOpenBatch(t *testing.T) {
 	}
 	waitFailed(t, first, "first append")
 	waitFailed(t, second, "second append, open when the first failed")
-	s.mu.Lock()
-	s.n = 0
-	s.mu.Unlock()
+	s.heal()
 	third, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("third")})
 	if err != nil {
 		t.Fatal(err)
@@ -272,9 +270,7 @@ func TestDeliveryTimeoutFailsSubmittedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFailed(t, first, "append")
-	s.mu.Lock()
-	s.n = 0
-	s.mu.Unlock()
+	s.heal()
 	after, err := p.Submit(ctx, batchfmt.Record{Body: []byte("submitted after")})
 	if err != nil {
 		t.Fatal(err)

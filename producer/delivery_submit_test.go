@@ -39,9 +39,7 @@ func TestDeliveryTimeoutSubmitWaitingForRoom(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the linger loop is now blocked in acquire, holding r1
 	waitFailed(t, a1, "A1")
 	waitFailed(t, a2, "A2")
-	s.mu.Lock()
-	s.n = 0 // the store heals
-	s.mu.Unlock()
+	s.heal() // the store heals
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ra, err := r1.Wait(wctx)
@@ -81,9 +79,7 @@ func TestDeliveryTimeoutSubmitAcceptedAfterExpiry(t *testing.T) {
 	default:
 		t.Fatal("Submit returned before A1 failed: the test did not block it")
 	}
-	s.mu.Lock()
-	s.n = 0
-	s.mu.Unlock()
+	s.heal()
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -48,9 +48,7 @@ func TestDeliveryTimeoutFailsRefusedUploads(t *testing.T) {
 
 	// The store heals: the buffer has room again (three more appends, with a bound on the
 	// wait in case it had not), and the stream holds only what is appended now.
-	s.mu.Lock()
-	s.n = 0
-	s.mu.Unlock()
+	s.heal()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var acked []ackedAppend

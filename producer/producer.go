@@ -362,15 +362,12 @@ func (p *Producer) AppendChainedSince(ctx context.Context, in batchfmt.AppendInp
 		if testHookChainMove != nil {
 			testHookChainMove()
 		}
-		wctx := ctx
-		if !since.IsZero() {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithDeadline(ctx, since.Add(p.cfg.DeliveryTimeout/2))
-			defer cancel()
-		}
-		if err := c.Wait(wctx); err != nil {
-			if ctx.Err() == nil && wctx.Err() != nil {
-				return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (waiting for the chain's last append on another producer)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout)
+		wctx, cancel := p.acceptWithin(ctx, since)
+		err := c.Wait(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+				return nil, p.notAccepted("waiting for the chain's last append on another producer")
 			}
 			return nil, err
 		}
@@ -383,6 +380,23 @@ func (p *Producer) AppendChainedSince(ctx context.Context, in batchfmt.AppendInp
 		c.last, c.lastP = t, p
 	}
 	return t, err
+}
+
+// acceptWithin bounds ctx by the time an append its caller received at since must be
+// accepted by (AppendChainedSince): half of DeliveryTimeout after since; ctx as it is for a
+// zero since. The bound, not ctx, ended a wait if ctx has no error and the bounded
+// context's is context.DeadlineExceeded (which it keeps after its cancel).
+func (p *Producer) acceptWithin(ctx context.Context, since time.Time) (context.Context, context.CancelFunc) {
+	if since.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, since.Add(p.cfg.DeliveryTimeout/2))
+}
+
+// notAccepted is the error of an append that missed acceptWithin's bound; why says what it
+// waited for.
+func (p *Producer) notAccepted(why string) error {
+	return fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (%s)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout, why)
 }
 
 // requiresTimestamps reports whether the stream's timestamping mode is client-require, so that
@@ -424,15 +438,12 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 		own.FencingToken = &v
 	}
 	metered := int64(own.MeteredSize())
-	actx := ctx
-	if !since.IsZero() {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(ctx, since.Add(p.cfg.DeliveryTimeout/2))
-		defer cancel()
-	}
-	if err := p.acquire(actx, metered, draining); err != nil {
-		if ctx.Err() == nil && actx.Err() != nil {
-			return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (no buffer space)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout)
+	actx, cancel := p.acceptWithin(ctx, since)
+	err := p.acquire(actx, metered, draining)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return nil, p.notAccepted("no buffer space")
 		}
 		return nil, err
 	}
@@ -454,7 +465,7 @@ func (p *Producer) append(ctx context.Context, in batchfmt.AppendInput, draining
 	if !since.IsZero() {
 		if preWait = max(time.Since(since), 0); preWait > p.cfg.DeliveryTimeout/2 {
 			p.releaseLocked(1, metered)
-			return nil, fmt.Errorf("%w: append not accepted within half the delivery timeout %v of its arrival (it waited %v)", ErrDeliveryTimeout, p.cfg.DeliveryTimeout, preWait.Round(time.Millisecond))
+			return nil, p.notAccepted(fmt.Sprintf("it waited %v", preWait.Round(time.Millisecond)))
 		}
 	}
 	b := p.open

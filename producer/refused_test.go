@@ -26,6 +26,13 @@ type refuseStore struct {
 	count    int // puts refused so far
 }
 
+// heal stops the refusals: the store is back.
+func (s *refuseStore) heal() {
+	s.mu.Lock()
+	s.n = 0
+	s.mu.Unlock()
+}
+
 func (s *refuseStore) refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -454,10 +454,6 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 			id = fmt.Sprintf("p%d", slot)
 		}
 		p, err := producer.New(pctx, h.producerConfig(ps, id))
-		if err != nil && errors.Is(err, producer.ErrDeliveryTimeout) && !ps.isDead() && ctx.Err() == nil {
-			h.event("%s: open failed with the delivery timeout: %v", name, err)
-			err = errOpenTimedOut
-		}
 		if err == nil {
 			for n < h.sc.Appends && !ps.isDead() {
 				in := batchfmt.AppendInput{}
@@ -488,7 +484,7 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 				} else {
 					t, err = p.Append(pctx, in)
 				}
-				if err != nil && errors.Is(err, producer.ErrDeliveryTimeout) && !ps.isDead() {
+				if errors.Is(err, producer.ErrDeliveryTimeout) && !ps.isDead() {
 					h.event("%s: append %d refused: %v", name, n, err)
 					h.expire(bodies)
 					n++
@@ -532,7 +528,9 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 				cancel()
 				p.Close(dead) // reap the goroutines of the crashed process
 			}
-		} else if !ps.isDead() && ctx.Err() == nil && err != errOpenTimedOut {
+		} else if errors.Is(err, producer.ErrDeliveryTimeout) {
+			h.event("%s: open failed with the delivery timeout: %v", name, err) // allowed
+		} else if !ps.isDead() && ctx.Err() == nil {
 			h.violate("%s: producer.New failed without a crash: %v", name, err)
 		}
 		stop()
@@ -572,9 +570,6 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 		}
 	}
 }
-
-// errOpenTimedOut marks a producer.New that failed with the delivery timeout (allowed).
-var errOpenTimedOut = errors.New("sim: open timed out")
 
 // expire records the bodies of an append that failed with ErrDeliveryTimeout: they must
 // not be in the stream.
