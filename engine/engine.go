@@ -38,7 +38,7 @@ import (
 // which S2's SDKs give up on an append session's ack and resend the append (their default
 // retry policy), so that such a client has been told the append failed before it resends
 // it: with a longer bound, an outage of more than 5 s wrote those appends twice. The engine
-// passes each append's arrival to its producer (producer.AppendChainedSince), so the bound
+// passes each append's arrival to its producer (producer.ReceivedAt), so the bound
 // covers the producer's open and the wait for buffer space as well as the batch (not the
 // append's time in the open batch, at most the flush interval); an append that waited more
 // than half of it to be handed over is refused then.
@@ -577,7 +577,7 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 			return producer.Ack{}, err
 		}
 		var ack producer.Ack
-		t, err := op.p.AppendChainedSince(ctx, in, nil, arrived)
+		t, err := op.p.Append(ctx, in, producer.ReceivedAt(arrived))
 		if err == nil {
 			ack, err = t.Wait(ctx)
 		}
@@ -607,11 +607,11 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 // error returned at once is one of handing over: no such stream, an invalid input, a closed
 // engine, an earlier failure of the chain, the delivery timeout (producer.ErrDeliveryTimeout)
 // when opening the stream's producer, or waiting to be handed to it, took too long
-// (producer.AppendChainedSince). An error from the wait is final for this input:
+// (producer.ReceivedAt). An error from the wait is final for this input:
 // unlike Append, it is not retried on a fresh producer, which could reorder it after inputs
 // handed over since. Order holds across producers too: if the stream's producer is replaced
 // while earlier inputs are still pending on it (the stream deleted and created again), the
-// chain's next input waits for them on the new producer (producer.AppendChained) and fails
+// chain's next input waits for them on the new producer (producer.WithChain) and fails
 // if one of them does.
 func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfmt.AppendInput, chain *producer.Chain) (wait func(context.Context) (producer.Ack, error), err error) {
 	arrived := time.Now()
@@ -620,7 +620,7 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 		if err != nil {
 			return nil, err
 		}
-		t, err := op.p.AppendChainedSince(ctx, in, chain, arrived)
+		t, err := op.p.Append(ctx, in, producer.WithChain(chain), producer.ReceivedAt(arrived))
 		if err != nil {
 			e.release(op)
 			if attempt == 0 && (errors.Is(err, manifest.ErrGenerationChanged) || errors.Is(err, producer.ErrClosed)) {
@@ -657,7 +657,7 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 // append retried on a fresh producer keeps its first arrival), or the append fails with
 // producer.ErrDeliveryTimeout, nothing of it written. The producer's own open is bounded by
 // the timeout from its start as well. The time the append then waits to be accepted also
-// counts (producer.AppendChainedSince): a client that gives up on an append some time
+// counts (producer.ReceivedAt): a client that gives up on an append some time
 // after sending it must have been told of its failure by then.
 func (e *Engine) acquireFor(ctx context.Context, basin, name string, arrived time.Time) (*openProducer, error) {
 	d := e.cfg.Producer.DeliveryTimeout

@@ -40,7 +40,7 @@ func (g *holdFirstUpload) Put(ctx context.Context, key string, body io.Reader, s
 // A session's input is held in upload when its stream is deleted and created again; the
 // session's next input goes to the new stream's producer. It must wait for the first to
 // fail, then fail with ErrPrecedingAppendFailed, and the new stream must stay empty (before
-// producer.AppendChained waited, the second committed while the first was still pending).
+// producer.Append with WithChain waited, the second committed while the first was still pending).
 // The 200 ms only decides when the first is let go if the second is (rightly) waiting.
 func TestAppendAsyncChainAcrossRecreate(t *testing.T) {
 	ctx := t.Context()

@@ -38,7 +38,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		tk, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, c)
+		tk, err := p2.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(c))
 		second <- result{tk, err}
 	}()
 	var r result
@@ -81,7 +81,7 @@ func chainPendingAtGate(t *testing.T) (mem *objectstore.MemStore, g *gateStore, 
 	g = &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	p1 = newProducer(t, testConfig(g))
 	c = new(Chain)
-	t1, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, c)
+	t1, err := p1.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,10 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 )
 
-// TestChainRefusalDoesNotFailEarlierPending: an append that AppendChained refuses at
+// TestChainRefusalDoesNotFailEarlierPending: an append that Append refuses at
 // once (here: invalid, an append without records) must fail only what comes after it in the
 // chain. Appends handed over before it, still waiting for their commit, precede the failure
-// and must commit. (Found by a review: the refusal marked the chain failed, and the earlier
-// append was rejected as ErrPrecedingAppendFailed.)
+// and must commit.
 func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
 	ctx := context.Background()
 	store := newStreamStore(t)
@@ -21,11 +20,11 @@ func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
 	p := newProducer(t, cfg)
 	defer closeProducer(t, p)
 	var c Chain
-	t1, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.AppendChained(ctx, batchfmt.AppendInput{}, &c); err == nil {
+	if _, err := p.Append(ctx, batchfmt.AppendInput{}, WithChain(&c)); err == nil {
 		t.Fatal("an empty append was accepted")
 	}
 	if err := p.Flush(ctx); err != nil {
@@ -48,14 +47,14 @@ func TestChainCtxRefusalDoesNotFailEarlierPending(t *testing.T) {
 	p := newProducer(t, cfg)
 	defer closeProducer(t, p)
 	var c Chain
-	t1, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	// Full (one buffered input): waits for room, and ctx has ended.
-	if _, err := p.AppendChained(cctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &c); err == nil {
+	if _, err := p.Append(cctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(&c)); err == nil {
 		t.Fatal("accepted with a cancelled ctx while full")
 	}
 	if err := p.Flush(ctx); err != nil {

@@ -42,13 +42,13 @@ func TestChainStopsAtFirstFailure(t *testing.T) {
 			}
 			return Ack{}, nil
 		}
-		t1, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &c)
+		t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&c))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wait(t1)
 		// A failing condition: the stream's tail is not 1000.
-		t2, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("stale"), MatchSeqNum: u64(1000)}, &c)
+		t2, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("stale"), MatchSeqNum: u64(1000)}, WithChain(&c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestChainStopsAtFirstFailure(t *testing.T) {
 		// Would commit on its own (its match_seq_num is right if "stale" is skipped).
 		var t3 *Ticket
 		if sameCommit {
-			t3, err = p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("after"), MatchSeqNum: u64(start + 1)}, &c)
+			t3, err = p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("after"), MatchSeqNum: u64(start + 1)}, WithChain(&c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestChainStopsAtFirstFailure(t *testing.T) {
 		if !c.Failed() {
 			t.Fatal("chain not marked failed")
 		}
-		if _, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, &c); !errors.Is(err, manifest.ErrPrecedingAppendFailed) {
+		if _, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, WithChain(&c)); !errors.Is(err, manifest.ErrPrecedingAppendFailed) {
 			t.Fatalf("after the failure: %v, want ErrPrecedingAppendFailed at once", err)
 		}
 		if got := tail(); got != start+2 {
@@ -141,7 +141,7 @@ func TestChainsUnderFaults(t *testing.T) {
 						if r.IntN(30) == 0 {
 							in.FencingToken = str("wrong") // the stream's token is empty
 						}
-						tk, err := p.AppendChained(ctx, in, &ch)
+						tk, err := p.Append(ctx, in, WithChain(&ch))
 						if err != nil {
 							return // a session hands over nothing after a refusal
 						}

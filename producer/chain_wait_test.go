@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 )
 
-// TestChainWaitCtxAndNoLock: while AppendChained waits for the chain's last append on another producer, it holds
+// TestChainWaitCtxAndNoLock: while Append waits (WithChain) for the chain's last append on another producer, it holds
 // no lock of the new producer (other appends go through), it returns when ctx ends, and it
 // returns when the old producer is closed with an expired ctx (Close aborts and resolves the
 // pending ticket), refusing the append then (the chain's append failed).
@@ -27,7 +27,7 @@ func TestChainWaitCtxAndNoLock(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	res := make(chan error, 1)
 	go func() {
-		_, err := p2.AppendChained(wctx, batchfmt.AppendInput{Records: bodyRecs("second")}, c)
+		_, err := p2.Append(wctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(c))
 		res <- err
 	}()
 	<-moved // waiting for first
@@ -48,13 +48,13 @@ func TestChainWaitCtxAndNoLock(t *testing.T) {
 			t.Fatalf("after ctx ended: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("AppendChained did not return after ctx ended")
+		t.Fatal("Append did not return after ctx ended")
 	}
 
 	// 2. The old producer is closed with an expired ctx: its pending ticket resolves, and
 	// the waiting append is refused.
 	go func() {
-		_, err := p2.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("third")}, c)
+		_, err := p2.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("third")}, WithChain(c))
 		res <- err
 	}()
 	<-moved // waiting for first
@@ -67,7 +67,7 @@ func TestChainWaitCtxAndNoLock(t *testing.T) {
 			t.Fatalf("after the old producer aborted: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("AppendChained still waiting after the old producer closed")
+		t.Fatal("Append still waiting after the old producer closed")
 	}
 	close(g.gate)
 }

@@ -57,23 +57,13 @@ type Config struct {
 	CommitDeadline time.Duration
 	// Backoff between retries of uploads, manifest reads and manifest writes.
 	Backoff manifest.Backoff
-	// DeliveryTimeout bounds how long an append waits for its batch to be committed,
-	// counted from the batch's flush. Zero, the default, means no bound: uploads and manifest
-	// writes are retried until they succeed or Close gives up, for as long as the store
-	// refuses them (a deleted bucket, revoked credentials), fails or does not answer. When it
-	// is set, a batch not committed DeliveryTimeout after its flush (its upload failing or
-	// hanging, its manifest writes refused, or it waiting behind an earlier batch's) fails its
-	// appends with ErrDeliveryTimeout; so do every batch flushed after it, the open batch,
-	// and the records Submit holds for their append, so that no append commits after one
-	// accepted before it has failed so. None of them is in the stream, and their buffer space
-	// is freed. A batch a manifest write may have committed is not failed by the timeout:
-	// while such a write is in flight, and for good once one failed with an unknown outcome
-	// (then the committer retries until it learns the outcome); a batch whose writes all
-	// failed without effect (a conflict, a refusal) is. A separate timer applies the bound,
-	// so it holds while uploads or manifest writes hang. It also bounds New's opening of the
-	// stream (its manifest read, retried), which then fails with ErrDeliveryTimeout. For an
-	// append handed over with AppendChainedSince it counts from when the caller received
-	// the append. Must not be negative.
+	// DeliveryTimeout: an append fails with ErrDeliveryTimeout unless it is committed
+	// within DeliveryTimeout of its arrival (the Append call, or ReceivedAt), not counting its
+	// time in the open batch (at most FlushInterval); one not accepted within half of it is
+	// refused at once. Appends accepted after a failed one fail with it, so none commits out
+	// of order; a batch a manifest write may have committed is never failed so. It also
+	// bounds New's opening of the stream. Zero, the default, means no bound: the producer
+	// retries until it succeeds or Close gives up. Must not be negative.
 	DeliveryTimeout time.Duration
 	// ProducerID names this producer in the manifest's deduplication table. Default: random.
 	// Two live producers must never share an id. A fixed id may be reused by a restarted

@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// An append that waited to be accepted (AppendChainedSince) has that much less time after
+// An append that waited to be accepted (ReceivedAt) has that much less time after
 // its batch's flush, and fails before a batch flushed earlier that did not wait; it fails
 // only from its batch on: the earlier batch is left to commit once the store is back, and
 // the stream holds it and what came after the failure.
@@ -34,7 +34,7 @@ func TestAppendSinceFailsFromItsBatch(t *testing.T) {
 		}
 		start := time.Now()
 		since := start.Add(-time.Second) // received half the delivery timeout ago
-		late, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, nil, since)
+		late, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, ReceivedAt(since))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 		p := newProducer(t, cfg)
 		ctx := context.Background()
 
-		if _, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("past")}, nil, time.Now().Add(-30*time.Minute-time.Millisecond)); !errors.Is(err, ErrDeliveryTimeout) {
+		if _, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("past")}, ReceivedAt(time.Now().Add(-30*time.Minute-time.Millisecond))); !errors.Is(err, ErrDeliveryTimeout) {
 			t.Fatalf("append received over half its delivery timeout ago: %v, want ErrDeliveryTimeout at once", err)
 		}
 		first, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")})
@@ -98,7 +98,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err = p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("no-room")}, nil, start.Add(50*time.Millisecond-30*time.Minute))
+		_, err = p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("no-room")}, ReceivedAt(start.Add(50*time.Millisecond-30*time.Minute)))
 		if !errors.Is(err, ErrDeliveryTimeout) || !strings.Contains(err.Error(), "no buffer space") {
 			t.Fatalf("append waiting for room past its delivery timeout: %v, want ErrDeliveryTimeout naming the wait", err)
 		}
@@ -117,7 +117,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 		cfg = testConfig(mem)
 		cfg.FlushInterval = 0
 		p = newProducer(t, cfg) // DeliveryTimeout 0
-		tk, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("no-bound")}, nil, time.Now().Add(-time.Hour))
+		tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("no-bound")}, ReceivedAt(time.Now().Add(-time.Hour)))
 		if err != nil {
 			t.Fatalf("append received an hour ago, no DeliveryTimeout: %v, want since ignored", err)
 		}
@@ -166,8 +166,7 @@ func (s *slowRefuseStore) Put(ctx context.Context, key string, body io.Reader, s
 // The expiry timer is woken when a batch stops being held by a manifest write: the batch's
 // deadline passes while a write holds it (expireLocked skips it and, with nothing else
 // pending, arms no timer); the write then fails without effect, and the batch must fail
-// then, not wait for further traffic (without it, the append waited as long as the writes
-// were refused, and committed far past its deadline once one succeeded: found by review).
+// then, not wait for further traffic.
 // Both the plain bound and one shortened by a wait before acceptance are checked.
 func TestExpiryWokenWhenAWriteFailsWithoutEffect(t *testing.T) {
 	for _, mode := range []string{"flush", "since"} {
@@ -189,7 +188,7 @@ func TestExpiryWokenWhenAWriteFailsWithoutEffect(t *testing.T) {
 
 				s.set(true)
 				start := time.Now()
-				tk, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, nil, since)
+				tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, ReceivedAt(since))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -224,7 +223,7 @@ func TestAppendSinceOpenBatchTimeNotCounted(t *testing.T) {
 		ctx := context.Background()
 
 		start := time.Now()
-		tk, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, nil, start.Add(-time.Second))
+		tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, ReceivedAt(start.Add(-time.Second)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,8 +245,7 @@ func TestAppendSinceOpenBatchTimeNotCounted(t *testing.T) {
 
 // A FlushInterval at or over the delivery timeout (serve --flush-interval 5s, which serve
 // accepts) does not fail appends on a healthy store: the time in the open batch does not
-// count (a first design that ran the bound from the arrival through the open batch failed
-// every such append at its flush: found by review).
+// count.
 func TestAppendSinceLongFlushIntervalHealthyStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newStreamStore(t)
@@ -257,7 +255,7 @@ func TestAppendSinceLongFlushIntervalHealthyStore(t *testing.T) {
 		p := newProducer(t, cfg)
 		ctx := context.Background()
 
-		tk, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, nil, time.Now())
+		tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("x")}, ReceivedAt(time.Now()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,11 +266,11 @@ func TestAppendSinceLongFlushIntervalHealthyStore(t *testing.T) {
 	})
 }
 
-// AppendChainedSince's wait for the chain's last append on another producer (the chain
+// Append's wait (WithChain) for the chain's last append on another producer (the chain
 // moving to a fresh producer) ends with the append's delivery timeout: while that append is
 // held by manifest writes with unknown outcomes (which the timeout never fails), the new
 // append is refused with ErrDeliveryTimeout when its time runs out (nothing of it was handed
-// over), not left waiting (found by review).
+// over), not left waiting.
 func TestAppendSinceChainMoveWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newStreamStore(t)
@@ -286,7 +284,7 @@ func TestAppendSinceChainMoveWait(t *testing.T) {
 		var chain Chain
 
 		s.set(func(s *stallStore) { s.failManifest = true })
-		first, err := p1.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, &chain)
+		first, err := p1.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&chain))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +295,7 @@ func TestAppendSinceChainMoveWait(t *testing.T) {
 		}
 		done := make(chan res, 1)
 		go func() {
-			tk, err := p2.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, &chain, start.Add(100*time.Millisecond-30*time.Minute))
+			tk, err := p2.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(&chain), ReceivedAt(start.Add(100*time.Millisecond-30*time.Minute)))
 			done <- res{tk, err}
 		}()
 		time.Sleep(2 * time.Second)
@@ -322,9 +320,8 @@ func TestAppendSinceChainMoveWait(t *testing.T) {
 
 // An append accepted with half of its time left (it waited for the stream's producer to
 // open, or for buffer space) shares its batch with a fresh one, on a store whose uploads
-// take 20ms: both commit. (A first design accepted appends with any time left, down to a
-// few ms, and failed them with their batchmates and every append after: found by review.
-// Now an append must be accepted within half the timeout, so a batch has at least that.)
+// take 20ms: both commit (an append must be accepted within half the timeout, so a batch
+// has at least that).
 func TestAppendSinceHalfWaitedSharesItsBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newStreamStore(t)
@@ -334,11 +331,11 @@ func TestAppendSinceHalfWaitedSharesItsBatch(t *testing.T) {
 		p := newProducer(t, cfg)
 		ctx := context.Background()
 
-		late, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, nil, time.Now().Add(-cfg.DeliveryTimeout/2))
+		late, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("late")}, ReceivedAt(time.Now().Add(-cfg.DeliveryTimeout/2)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := p.AppendChainedSince(ctx, batchfmt.AppendInput{Records: bodyRecs("fresh")}, nil, time.Now())
+		fresh, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("fresh")}, ReceivedAt(time.Now()))
 		if err != nil {
 			t.Fatal(err)
 		}

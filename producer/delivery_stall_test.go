@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// stallStore (from a review): with hangManifest / hangData set, manifest / batch puts block
+// stallStore: with hangManifest / hangData set, manifest / batch puts block
 // until release is closed (or ctx ends); with failManifest set, manifest puts fail at once
 // with failKind (ErrAccessDenied: nothing written; ErrOutcomeUnknown: maybe written). Each
 // put it hangs or fails is announced on entered, without blocking.
@@ -86,7 +86,7 @@ func waitFailed(t *testing.T, tk *Ticket, what string) error {
 
 // The store stops answering while a manifest write is in flight, as it will under steady
 // traffic: the committer waits in that write, and the later batch, whose upload hangs too,
-// still fails (found by a review: only the committer's idle wait timed batches).
+// still fails.
 func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{})}
 	cfg := testConfig(s)
@@ -172,9 +172,8 @@ func TestDeliveryTimeoutBehindRetriedWrite(t *testing.T) {
 }
 
 // Manifest writes refused (revoked permissions) while uploads succeed: the writes had no
-// effect, so the batch they held fails with the delivery timeout as well as the one after it
-// (found by a review: a batch once held by a write waited for good, and an S2 append session
-// behind it hung), naming the refusal; after the store heals, appends commit from seq_num 0.
+// effect, so the batch they held fails with the delivery timeout as well as the one after it,
+// naming the refusal; after the store heals, appends commit from seq_num 0.
 func TestDeliveryTimeoutFailsRefusedManifestWrites(t *testing.T) {
 	mem := newStreamStore(t)
 	s := &stallStore{Store: mem, entered: make(chan string, 4), release: make(chan struct{}), failKind: objectstore.ErrAccessDenied}
@@ -211,9 +210,8 @@ func TestDeliveryTimeoutFailsRefusedManifestWrites(t *testing.T) {
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
 
-// An append accepted into the open batch before an earlier batch times out fails with it
-// (found by a review: it committed once the store healed, after the earlier append had
-// been told nothing of it was written, so a caller resending that one got a reorder).
+// An append accepted into the open batch before an earlier batch times out fails with it,
+// so that a caller resending the earlier one never sees the later one committed first.
 func TestDeliveryTimeoutFailsTheOpenBatch(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 1 << 30}
 	cfg := testConfig(s)

@@ -13,7 +13,7 @@ import (
 // A record Submit accepted after append A1, whose client-side batch the linger loop hands to
 // append while the buffer is full, waits in append for buffer space, which the expiry that
 // fails A1 (and A2) frees; it fails too, rather than commit after an append accepted before
-// it failed (found by a review: append did not check the expiry count again after the wait).
+// it failed.
 func TestDeliveryTimeoutSubmitWaitingForRoom(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 1 << 30}
 	cfg := testConfig(s)
@@ -54,8 +54,7 @@ func TestDeliveryTimeoutSubmitWaitingForRoom(t *testing.T) {
 }
 
 // A Submit held back by a full buffer until the expiry of A1 frees it is accepted after A1
-// failed, so it commits once the store heals (found by a review: Submit read the expiry
-// count before its wait, and the record failed needlessly).
+// failed, so it commits once the store heals.
 func TestDeliveryTimeoutSubmitAcceptedAfterExpiry(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 1 << 30}
 	cfg := testConfig(s)

@@ -157,7 +157,7 @@ func TestDeliveryTimeoutSparesHeldBatches(t *testing.T) {
 	s.mu.Lock()
 	s.hold = true
 	s.mu.Unlock()
-	held, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("held")}, &chain)
+	held, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("held")}, WithChain(&chain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestDeliveryTimeoutSparesHeldBatches(t *testing.T) {
 	s.mu.Lock()
 	s.refuse = true
 	s.mu.Unlock()
-	later, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("later")}, &chain)
+	later, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("later")}, WithChain(&chain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestDeliveryTimeoutSparesHeldBatches(t *testing.T) {
 	if !chain.Failed() {
 		t.Error("the chain does not show the later append's failure")
 	}
-	if _, err := p.AppendChained(ctx, batchfmt.AppendInput{Records: bodyRecs("after")}, &chain); !errors.Is(err, manifest.ErrPrecedingAppendFailed) {
+	if _, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("after")}, WithChain(&chain)); !errors.Is(err, manifest.ErrPrecedingAppendFailed) {
 		t.Errorf("chained append after the failure: %v, want ErrPrecedingAppendFailed", err)
 	}
 	if err := p.Close(ctx); err != nil {

@@ -99,7 +99,7 @@ func failureDuringWrite(t *testing.T) {
 		t.Fatalf("t1, whose manifest write succeeded: %+v, %v; want it acknowledged at seq_num 0", ack, err)
 	}
 	p.mu.Lock()
-	inputs, bytes := p.inputs, p.bytes
+	inputs, bytes := p.room.inputs, p.room.bytes
 	p.mu.Unlock()
 	if inputs < 0 || bytes < 0 {
 		t.Errorf("buffer accounting went negative: inputs %d, bytes %d (a batch released twice)", inputs, bytes)

@@ -146,7 +146,7 @@ func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, dra
 		in.Records = in.Records[stale:]
 		// append checks cur again once it has buffer space: an expiry while it waits fails
 		// these records too.
-		t, err := s.p.append(ctx, in, draining, nil, &cur, time.Time{})
+		t, err := s.p.append(ctx, in, appendOptions{draining: draining, epoch: &cur})
 		for i, rt := range s.waiting[stale:n] {
 			rt.t, rt.index, rt.err = t, i, err
 			close(rt.ready)

@@ -77,7 +77,7 @@ type Scenario struct {
 	// so that no write of the dead process can still land.
 	FixedIDs bool
 	// DeliveryTimeout, if set, is every producer's producer.Config.DeliveryTimeout, and
-	// appends are handed over with producer.AppendChainedSince, as received up to SinceMax
+	// appends are handed over with producer.ReceivedAt, as received up to SinceMax
 	// earlier (over half of DeliveryTimeout: refused at once). An append that fails with
 	// producer.ErrDeliveryTimeout must not be in the stream, nor may any append its
 	// instance accepted before that failure.
@@ -480,7 +480,7 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 					if h.sc.SinceMax > 0 {
 						since = since.Add(-time.Duration(r.Int64N(int64(h.sc.SinceMax))))
 					}
-					t, err = p.AppendChainedSince(pctx, in, nil, since)
+					t, err = p.Append(pctx, in, producer.ReceivedAt(since))
 				} else {
 					t, err = p.Append(pctx, in)
 				}

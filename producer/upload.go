@@ -1,0 +1,109 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// errExpired stops the upload of a batch that was resolved meanwhile (DeliveryTimeout).
+var errExpired = errors.New("producer: batch expired")
+
+// uploadLoop is one uploader: it takes sealed batches, encodes and stores them, and hands
+// them to the committer.
+func (p *Producer) uploadLoop() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		var b *batch
+		if len(p.toUpload) > 0 {
+			b = p.toUpload[0]
+			p.toUpload[0] = nil
+			p.toUpload = p.toUpload[1:]
+			b.to(stateUploading)
+		}
+		p.mu.Unlock()
+		if b == nil {
+			select {
+			case <-p.kick.upload:
+				continue
+			case <-p.ctx.Done():
+				return
+			}
+		}
+		if !p.encode(b) {
+			continue
+		}
+		err := p.upload(b)
+		if errors.Is(err, errExpired) {
+			continue
+		} else if err != nil {
+			return // stopping; Close fails the tickets
+		}
+		p.mu.Lock()
+		if b.state == stateUploading {
+			b.to(stateUploaded)
+		}
+		p.mu.Unlock()
+		p.kick.wake(p.kick.commit)
+	}
+}
+
+// encode finishes b's object. It cannot fail for validated appends within FlushSizeBytes; if
+// it does, the producer fails loudly rather than hang.
+func (p *Producer) encode(b *batch) bool {
+	data, err := b.enc.Finish()
+	if err != nil {
+		p.log.Error("encode batch", "batch", b.num, "err", err)
+		p.mu.Lock()
+		p.failUnwrittenLocked(fmt.Errorf("producer: encode batch %d: %w", b.num, err))
+		p.mu.Unlock()
+		return false
+	}
+	b.data = data // aliases b.enc's buffer until recycleLocked
+	return true
+}
+
+// upload stores b.data create-only under a fresh key, retrying (each attempt under a new
+// key, so that an attempt with an unknown outcome is never mistaken for another) until it
+// succeeds, the producer stops, or b is resolved meanwhile (errExpired).
+func (p *Producer) upload(b *batch) error {
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		key := fmt.Sprintf("%s/%012x%s", p.cfg.DataPathPrefix, max(p.cfg.Now().UnixMilli(), 0), randomID(8))
+		_, err := objectstore.PutBytes(p.ctx, p.store, key, b.data, objectstore.IfAbsent())
+		if err == nil {
+			b.key, b.uploadStart = key, start
+			p.m.batches.Inc()
+			p.m.uploadBytes.Add(float64(len(b.data)))
+			return nil
+		}
+		if p.ctx.Err() != nil {
+			return p.ctx.Err()
+		}
+		p.m.uploadErrors.Inc()
+		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			// The server ignores conditional writes, which the store now refuses for good:
+			// nothing can be committed. A write in flight is the committer's to resolve.
+			p.mu.Lock()
+			p.failUnwrittenLocked(fmt.Errorf("producer: %w", err))
+			p.mu.Unlock()
+			return err
+		}
+		p.mu.Lock()
+		b.lastErr = err
+		p.mu.Unlock()
+		p.logRetry("upload failed, retrying", err, "batch", b.num, "key", key, "attempt", attempt)
+		if err := p.cfg.Backoff.Sleep(p.ctx, attempt); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		resolved := b.state == stateResolved
+		p.mu.Unlock()
+		if resolved {
+			return errExpired
+		}
+	}
+}
