@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("objectstore: s3: loading AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
-		return nil, errors.New("objectstore: s3: no region: set region= in the URL, Config.Region or AWS_REGION")
+		return nil, errors.New("objectstore: s3: no region: set region= in the URL, s3.Config.Region or AWS_REGION")
 	}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
 		if cfg.Endpoint != "" {

@@ -13,16 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/s3"
-	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
-
-// TestS3Conformance runs the suite against the server in SLUICE_TEST_S3_URL (scripts/test.sh
-// starts versitygw and sets it).
-func TestS3Conformance(t *testing.T) {
-	storetest.RunWith(t, storetest.Options{ContentVersions: true}, func(t *testing.T) objectstore.Store {
-		return storetest.S3(t)
-	})
-}
 
 // fakeS3 answers every request with handler and counts requests, except a HeadBucket,
 // which it answers 200 (the bucket exists) and leaves out of the count. The store trusts
@@ -180,7 +171,7 @@ func TestS3PutStreamsWithoutPayloadHash(t *testing.T) {
 	}
 }
 
-func TestNewS3StoreValidation(t *testing.T) {
+func TestNewValidation(t *testing.T) {
 	_, err := s3.New(context.Background(), s3.Config{Bucket: "", Endpoint: "ftp://x"})
 	if err == nil || !strings.Contains(err.Error(), "missing bucket") || !strings.Contains(err.Error(), "scheme must be http or https") {
 		t.Fatalf("want both problems reported, got %v", err)
@@ -211,5 +202,111 @@ func TestS3PutTimeoutAfterSendIsUnknown(t *testing.T) {
 	}
 	if got := n.Load(); got != 1 {
 		t.Fatalf("%d requests, want 1", got)
+	}
+}
+
+// Self-hosted S3-compatible servers (MinIO, Ceph RGW, Garage, SeaweedFS, versitygw) are often
+// run with a self-signed or private-CA certificate, or on plain http while the endpoint says
+// https. The TLS handshake then fails before a byte of the request is written: the put
+// certainly did not happen, so it is a plain error, not ErrOutcomeUnknown (the Store contract
+// reserves that for "a timeout or a lost connection after the request was sent").
+func TestS3PutTLSFailureIsNotSent(t *testing.T) {
+	cases := []struct {
+		name string
+		srv  func(http.Handler) *httptest.Server
+		url  func(*httptest.Server) string
+	}{
+		{"untrusted certificate", httptest.NewTLSServer, func(s *httptest.Server) string { return s.URL }},
+		{"https endpoint on an http server", httptest.NewServer, func(s *httptest.Server) string { return "https://" + s.Listener.Addr().String() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var reached atomic.Int64
+			srv := c.srv(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+			defer srv.Close()
+			t.Setenv("AWS_ACCESS_KEY_ID", "test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			s, err := s3.New(context.Background(), s3.Config{Bucket: "bucket", Region: "us-east-1", Endpoint: c.url(srv), PathStyle: true, TrustConditionalWrites: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = objectstore.PutBytes(context.Background(), s, "k", []byte("x"), objectstore.IfAbsent())
+			if reached.Load() != 0 {
+				t.Fatalf("request reached the handler")
+			}
+			if err == nil || errors.Is(err, objectstore.ErrOutcomeUnknown) {
+				t.Fatalf("put that failed in the TLS handshake: %v\nwant a plain error (nothing was sent)", err)
+			}
+		})
+	}
+}
+
+// A server that does not implement conditional PutObject and says so answers 501
+// NotImplemented ("A header you provided implies functionality that is not implemented"),
+// without storing anything. That is a definite, permanent refusal: it must be a plain error
+// that names the cause, not ErrOutcomeUnknown (which sends the manifest layer into read-back
+// resolution and LoadOrCreate into 20 retries), and never ErrPreconditionFailed.
+func TestS3ConditionalPutNotImplemented(t *testing.T) {
+	ctx := context.Background()
+	for _, cond := range []objectstore.PutCondition{objectstore.IfAbsent(), objectstore.IfMatch(`"v"`)} {
+		s, n := fakeS3(t, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			if r.Header.Get("If-None-Match") == "" && r.Header.Get("If-Match") == "" {
+				w.Header().Set("ETag", `"e"`)
+				return
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message><Header>If-None-Match</Header></Error>`)
+		})
+		_, err := objectstore.PutBytes(ctx, s, "k", []byte("body"), cond)
+		if err == nil {
+			t.Fatalf("%+v: put succeeded", cond)
+		}
+		if errors.Is(err, objectstore.ErrOutcomeUnknown) || errors.Is(err, objectstore.ErrPreconditionFailed) {
+			t.Errorf("%+v: put answered 501 NotImplemented: %v\nwant a plain error (the server refused the conditional write; nothing was stored), not outcome-unknown or precondition-failed", cond, err)
+		}
+		if !errors.Is(err, objectstore.ErrConditionsUnsupported) || !strings.Contains(err.Error(), "NotImplemented") {
+			t.Errorf("%+v: error %v does not name the server's refusal", cond, err)
+		}
+		if n.Load() != 1 {
+			t.Errorf("%+v: %d requests, want 1", cond, n.Load())
+		}
+		// The refusal is for good: the next conditional put fails without a request, naming
+		// its own key.
+		_, err = objectstore.PutBytes(ctx, s, "k2", []byte("body"), cond)
+		var oe *objectstore.OpError
+		if !errors.Is(err, objectstore.ErrConditionsUnsupported) || !errors.As(err, &oe) || oe.Key != "k2" || n.Load() != 1 {
+			t.Errorf("%+v: the next conditional put: %v after %d requests in all, want ErrConditionsUnsupported for k2 and no request", cond, err, n.Load())
+		}
+	}
+}
+
+// With the store's check on (the default), the check's own first put meets the refusal: the
+// put fails with ErrConditionsUnsupported, and so does every later conditional put, without a
+// request; unconditional puts still work.
+func TestS3ConditionalPutNotImplementedChecked(t *testing.T) {
+	ctx := context.Background()
+	s, n := fakeS3Checking(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("If-None-Match") == "" && r.Header.Get("If-Match") == "" {
+			w.Header().Set("ETag", `"e"`)
+			return
+		}
+		s3Error(http.StatusNotImplemented, "NotImplemented")(w, r)
+	})
+	for i := 0; i < 2; i++ {
+		if _, err := objectstore.PutBytes(ctx, s, "k", []byte("body"), objectstore.IfAbsent()); !errors.Is(err, objectstore.ErrConditionsUnsupported) {
+			t.Fatalf("conditional put %d on a server without conditional writes: %v", i, err)
+		}
+	}
+	before := n.Load()
+	if _, err := objectstore.PutBytes(ctx, s, "k", []byte("body"), objectstore.IfMatch(`"v"`)); !errors.Is(err, objectstore.ErrConditionsUnsupported) || n.Load() != before {
+		t.Fatalf("a later conditional put: %v after %d more requests, want ErrConditionsUnsupported at once", err, n.Load()-before)
+	}
+	if _, err := objectstore.PutBytes(ctx, s, "k", []byte("body"), objectstore.Unconditional()); err != nil {
+		t.Fatalf("unconditional put: %v", err)
 	}
 }

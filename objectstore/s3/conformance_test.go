@@ -14,6 +14,14 @@ import (
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
+// TestS3Conformance runs the suite against the server in SLUICE_TEST_S3_URL (scripts/test.sh
+// starts versitygw and sets it).
+func TestS3Conformance(t *testing.T) {
+	storetest.RunWith(t, storetest.Options{ContentVersions: true}, func(t *testing.T) objectstore.Store {
+		return storetest.S3(t)
+	})
+}
+
 // TestS3NoBucket: on the real server, every operation on a bucket that does not exist
 // reports ErrNoBucket (class no_bucket), never ErrNotFound: a missing bucket must not read
 // as a missing object, nor a Delete of one as done. Head alone cannot tell (a HEAD's 404 has
