@@ -103,14 +103,14 @@ func TestCrashS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3, err := s3.New(ctx, loc.S3Config())
+	st, err := s3.New(ctx, loc.S3Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s3.EnsureBucket(ctx); err != nil {
+	if err := st.EnsureBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s3.Close()
+	st.Close()
 	t.Cleanup(func() {
 		if err := removeAll(storeURL); err != nil {
 			t.Logf("cleanup: %v", err)
