@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/producer"
 )
 
@@ -67,7 +68,7 @@ func Example_namedStreamInDirectory() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := objectstore.Open(ctx, dir) // also file:///abs/dir, s3://bucket/prefix?..., mem://
+	store, err := storeurl.Open(ctx, dir) // also file:///abs/dir, s3://bucket/prefix?..., mem://
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,7 +20,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testseed"
-	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/s3"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
 
 var (
@@ -98,18 +99,18 @@ func TestCrashS3(t *testing.T) {
 	storeURL := u.String()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	loc, err := objectstore.ParseURL(storeURL)
+	loc, err := storeurl.Parse(storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	st, err := s3.New(ctx, loc.S3Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s3.EnsureBucket(ctx); err != nil {
+	if err := st.EnsureBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s3.Close()
+	st.Close()
 	t.Cleanup(func() {
 		if err := removeAll(storeURL); err != nil {
 			t.Logf("cleanup: %v", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
 	"github.com/sluice-dev/sluice/server/memtest"
 )
@@ -399,7 +400,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 		storeURL = u
 		t.Cleanup(func() { // the basin the test creates
 			if err := removeAll(storeURL); err != nil {
-				t.Errorf("cleaning up %s: %v", objectstore.RedactURL(storeURL), err)
+				t.Errorf("cleaning up %s: %v", storeurl.Redact(storeURL), err)
 			}
 		})
 	}
@@ -472,7 +473,7 @@ func TestNoSecretsInURLErrors(t *testing.T) {
 func removeAll(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := objectstore.Open(ctx, url)
+	st, err := storeurl.Open(ctx, url)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
@@ -21,7 +22,7 @@ func benchStores(b *testing.B, fn func(b *testing.B, f servertest.Factory)) {
 	})
 	b.Run("file", func(b *testing.B) {
 		fn(b, func(t testing.TB) server.Backend {
-			s, err := objectstore.Open(t.Context(), t.TempDir())
+			s, err := storeurl.Open(t.Context(), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

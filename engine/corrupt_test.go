@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 	"github.com/sluice-dev/sluice/server"
 )
@@ -266,7 +267,7 @@ func runCorruption(t *testing.T, st objectstore.Store, damage damager, seed uint
 
 func TestCorruptionOnDisk(t *testing.T) {
 	dir := t.TempDir()
-	st, err := objectstore.NewFileStore(dir, objectstore.WithFileNoSync())
+	st, err := file.New(dir, file.WithNoSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestCorruptionOnDisk(t *testing.T) {
 // reports objectstore.ErrCorrupt.
 func TestCorruptionOfFileHeader(t *testing.T) {
 	dir := t.TempDir()
-	st, err := objectstore.NewFileStore(dir, objectstore.WithFileNoSync())
+	st, err := file.New(dir, file.WithNoSync())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -284,7 +285,7 @@ func TestS2ErrorMapping(t *testing.T) {
 // most 255 bytes, and are listed under their own names.
 func TestLongStreamNamesOnTheFileStore(t *testing.T) {
 	ctx := context.Background()
-	store, err := objectstore.Open(ctx, t.TempDir())
+	store, err := storeurl.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/faultstore"
 )
 
 func propertySeed(t *testing.T) uint64 {
@@ -184,7 +185,7 @@ func TestLoadOrCreateRetries(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(3) {
 		mem := objectstore.NewMemStore()
-		fs, err := objectstore.NewFaultStore(mem, seed, objectstore.FaultRule{ErrBefore: 0.3, ErrAfter: 0.3})
+		fs, err := faultstore.New(mem, seed, faultstore.Rule{ErrBefore: 0.3, ErrAfter: 0.3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// condRefusingStore refuses conditional puts with kind (as S3Store does once it found that
+// condRefusingStore refuses conditional puts with kind (as s3.Store does once it found that
 // the server ignores conditional writes); reads and unconditional puts work.
 type condRefusingStore struct {
 	objectstore.Store

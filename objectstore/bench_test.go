@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
@@ -25,7 +26,7 @@ func benchBackends(b *testing.B) []struct {
 		{"mem", func(b *testing.B) objectstore.Store { return objectstore.NewMemStore() }},
 		{"file", func(b *testing.B) objectstore.Store { return storetest.File(b) }},
 		{"file-nosync", func(b *testing.B) objectstore.Store {
-			s, err := objectstore.NewFileStore(b.TempDir(), objectstore.WithFileNoSync())
+			s, err := file.New(b.TempDir(), file.WithNoSync())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -36,46 +36,6 @@ type ObserverFunc func(OpEvent)
 // ObserveOp calls f.
 func (f ObserverFunc) ObserveOp(e OpEvent) { f(e) }
 
-// ErrorClass returns a short, stable label for err, for metrics: "" for nil, then
-// "not_found", "precondition_failed", "not_modified", "outcome_unknown", "invalid_key",
-// "closed", "corrupt", "conditions_unsupported", "inconsistent", "no_bucket",
-// "access_denied", "injected", "canceled", "deadline", or "other".
-func ErrorClass(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrNotFound):
-		return "not_found"
-	case errors.Is(err, ErrPreconditionFailed):
-		return "precondition_failed"
-	case errors.Is(err, ErrNotModified):
-		return "not_modified"
-	case errors.Is(err, ErrOutcomeUnknown):
-		return "outcome_unknown"
-	case errors.Is(err, ErrInvalidKey):
-		return "invalid_key"
-	case errors.Is(err, ErrClosed):
-		return "closed"
-	case errors.Is(err, ErrCorrupt):
-		return "corrupt"
-	case errors.Is(err, ErrConditionsUnsupported):
-		return "conditions_unsupported"
-	case errors.Is(err, ErrInconsistent):
-		return "inconsistent"
-	case errors.Is(err, ErrNoBucket):
-		return "no_bucket"
-	case errors.Is(err, ErrAccessDenied):
-		return "access_denied"
-	case errors.Is(err, ErrInjected):
-		return "injected"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
-	}
-	return "other"
-}
-
 // Instrument returns a Store that reports every operation on s to o. Closing it closes s.
 // A Get whose body is never closed is never reported.
 func Instrument(s Store, o Observer) Store {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/faultstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
@@ -35,8 +36,8 @@ func TestInstrumentEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rec := &recorder{}
-		slow, err := objectstore.NewFaultStore(objectstore.NewMemStore(), 1,
-			objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, DelayProb: 1, Delay: 250 * time.Millisecond})
+		slow, err := faultstore.New(objectstore.NewMemStore(), 1,
+			faultstore.Rule{Ops: []objectstore.Op{objectstore.OpPut}, DelayProb: 1, Delay: 250 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,8 +89,8 @@ func TestErrorClass(t *testing.T) {
 	cases := map[string]error{
 		"":                       nil,
 		"not_found":              objectstore.NewOpError("get", "k", objectstore.ErrNotFound, nil),
-		"outcome_unknown":        objectstore.NewOpError("put", "k", objectstore.ErrOutcomeUnknown, objectstore.ErrInjected),
-		"injected":               objectstore.NewOpError("put", "k", nil, objectstore.ErrInjected),
+		"outcome_unknown":        objectstore.NewOpError("put", "k", objectstore.ErrOutcomeUnknown, faultstore.ErrInjected),
+		"injected":               objectstore.NewOpError("put", "k", nil, faultstore.ErrInjected),
 		"deadline":               objectstore.NewOpError("put", "k", nil, context.DeadlineExceeded),
 		"other":                  errors.New("boom"),
 		"precondition_failed":    objectstore.ErrPreconditionFailed,

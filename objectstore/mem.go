@@ -3,12 +3,15 @@ package objectstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-dev/sluice/objectstore/internal/sized"
 )
 
 // MemStore is an in-memory Store for tests and single-process use. Every write gets a new
@@ -62,7 +65,7 @@ func (m *MemStore) Get(ctx context.Context, key string, opts GetOptions) (*Objec
 	if opts.IfNoneMatch != "" && opts.IfNoneMatch == o.version {
 		return nil, NewOpError("get", key, ErrNotModified, nil)
 	}
-	off, n := opts.Range.span(int64(len(o.data)))
+	off, n := opts.Range.Span(int64(len(o.data)))
 	data := o.data[off : off+n]
 	return &Object{
 		ObjectInfo: ObjectInfo{Key: key, Size: int64(len(o.data)), Version: o.version, ModTime: o.modTime},
@@ -96,14 +99,14 @@ func (m *MemStore) Put(ctx context.Context, key string, body io.Reader, size int
 		return ObjectInfo{}, NewOpError("put", key, ErrInvalidKey, err)
 	}
 	if size < 0 {
-		return ObjectInfo{}, NewOpError("put", key, nil, errNegativeSize)
+		return ObjectInfo{}, NewOpError("put", key, nil, sized.ErrNegative)
 	}
 	data := make([]byte, size)
 	if _, err := io.ReadFull(body, data); err != nil {
 		return ObjectInfo{}, NewOpError("put", key, nil, err)
 	}
 	if n, _ := body.Read(make([]byte, 1)); n > 0 {
-		return ObjectInfo{}, NewOpError("put", key, nil, errBodyLonger)
+		return ObjectInfo{}, NewOpError("put", key, nil, sized.ErrLonger)
 	}
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, NewOpError("put", key, nil, err)
@@ -193,3 +196,9 @@ func (m *MemStore) Close() error {
 	m.closed = true
 	return nil
 }
+
+// Causes of MemStore's failed conditional puts.
+var (
+	errExists          = errors.New("object exists")
+	errVersionMismatch = errors.New("version does not match")
+)

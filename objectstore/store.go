@@ -1,44 +1,29 @@
 // Package objectstore is the one seam between sluice and the storage it runs on.
 //
 // A Store holds immutable-by-convention objects addressed by slash-separated keys. It offers
-// what sluice's protocol needs and nothing more:
+// what sluice's protocol needs and nothing more: Get of a whole object or a byte range
+// (optionally If-None-Match on a version), Head, Put that is unconditional, create-only
+// (If-None-Match: *) or compare-and-swap on a version (If-Match), idempotent Delete, and List
+// by prefix in byte order, paged. Versions are opaque strings; every successful write gives a
+// new one on the memory and file stores, while on S3 the version is the ETag (see package
+// manifest for why that is enough).
 //
-//   - Get of a whole object or a byte range, returning the object's version and modification time,
-//     optionally conditional on the version having changed (If-None-Match);
-//   - Head;
-//   - Put that is unconditional, create-only (If-None-Match: *), or compare-and-swap on a
-//     version (If-Match);
-//   - idempotent Delete;
-//   - List by prefix in lexicographic (byte) order, paged.
-//
-// Versions are opaque strings. Every successful write produces a version that differs from every
-// version the key has had before on mem and file stores; on S3 the version is the ETag, which is
-// why the manifest carries a write counter (see package manifest).
-//
-// Errors: every error returned by a Store matches, with errors.Is, at most one of the sentinels
-// ErrNotFound, ErrPreconditionFailed, ErrNotModified, ErrOutcomeUnknown, ErrInvalidKey, ErrClosed,
-// ErrCorrupt, ErrConditionsUnsupported and ErrInconsistent, and is usually an
-// *OpError carrying the operation, the key and the backend's cause. ErrOutcomeUnknown means a
-// write may or may not have taken effect (a timeout or a lost connection after the request was
-// sent); callers that need exactly-once must find out which before retrying. Any other error is
-// a plain failure that did not take effect as far as the backend can tell (but see
-// ErrOutcomeUnknown) and may be retried.
+// Errors: every error a Store returns matches, with errors.Is, at most one of the sentinels
+// below, and is usually an *OpError carrying the operation, the key and the backend's cause.
+// ErrOutcomeUnknown means a write may or may not have taken effect; callers that need
+// exactly-once must find out which before retrying. Any other error is a failure that did
+// not take effect as far as the backend can tell, and may be retried (Refused tells the
+// ones that will fail again until an operator acts).
 //
 // Keys: non-empty, valid UTF-8, no NUL, no empty path segment, no "." or ".." segment, no
 // leading slash. ValidateKey reports the first problem.
 //
-// Backends: MemStore (tests, one process), FileStore (a directory shared by the processes of
-// one machine; see its doc for the on-disk format and locking) and S3Store (AWS S3 or any
-// S3-compatible server; see its doc for error mapping, retries and streaming). Open builds any
-// of them from a URL (mem://, file:///dir or a path, s3://bucket/prefix?endpoint=&region=&path_style=),
-// confining keys to the URL's prefix with WithPrefix.
-//
-// Wrappers: NewFaultStore injects seeded failures, outcome-unknown errors and delays for
-// protocol tests; Instrument reports each operation's count, bytes, latency and error class to
-// an Observer, which cmd/sluice adapts to Prometheus.
-//
-// Every backend and wrapper passes the conformance suite in package objectstore/storetest; the
-// S3 backend runs it against versitygw (scripts/test.sh).
+// This package holds the contract, MemStore (tests, one process), WithPrefix and
+// Instrument, and imports no backend. The other backends live in their own packages, so a
+// program links only the ones it uses: objectstore/file (a directory shared by the
+// processes of one machine) and objectstore/s3 (AWS S3 or an S3-compatible server).
+// objectstore/storeurl opens any of them from a URL; objectstore/faultstore injects seeded
+// faults for tests; objectstore/storetest is the conformance suite every backend passes.
 package objectstore
 
 import (
@@ -51,97 +36,6 @@ import (
 	"time"
 	"unicode/utf8"
 )
-
-// Sentinel errors. Match them with errors.Is.
-var (
-	// ErrNotFound: the key does not exist.
-	ErrNotFound = errors.New("objectstore: not found")
-	// ErrPreconditionFailed: a create-only put found the key present, or an If-Match put found
-	// another version (or no object at all).
-	ErrPreconditionFailed = errors.New("objectstore: precondition failed")
-	// ErrNotModified: a Get with IfNoneMatch found the object still at that version.
-	ErrNotModified = errors.New("objectstore: not modified")
-	// ErrOutcomeUnknown: a write may or may not have been applied.
-	ErrOutcomeUnknown = errors.New("objectstore: outcome unknown")
-	// ErrConditionsUnsupported: the store refuses conditional puts (If-None-Match,
-	// If-Match), or was found to ignore them; nothing that needs them can work on it.
-	ErrConditionsUnsupported = errors.New("objectstore: the store does not support conditional writes")
-	// ErrInvalidKey: the key is not acceptable (see ValidateKey).
-	ErrInvalidKey = errors.New("objectstore: invalid key")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("objectstore: store closed")
-	// ErrCorrupt: the backend holds something that is not a well-formed object (for example a
-	// file in a file store's directory without the object header). Never retried.
-	ErrCorrupt = errors.New("objectstore: corrupt object")
-	// ErrInconsistent: the store contradicts itself, as an S3 server does that refuses an
-	// If-Match put for want of an object while it serves that very version (seen on MinIO
-	// with several drives after a conditional put was cut off). Not a conflict, which the
-	// manifest's writers retry without a word: a plain failure, which they log and count,
-	// and retry in case the server repairs itself.
-	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
-	// ErrNoBucket: the S3 bucket does not exist. Not ErrNotFound, so that a missing bucket
-	// is never taken for a missing object (a stream that was never created, say). A HEAD
-	// cannot tell the two apart (its 404 has no body), so Head, and a Get of an empty range
-	// (made with a HEAD), report ErrNotFound either way; Get, Put, Delete and List report
-	// ErrNoBucket.
-	ErrNoBucket = errors.New("objectstore: bucket does not exist")
-	// ErrAccessDenied: the store refused the credentials or the operation (S3's 403:
-	// AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch...). Nothing was applied.
-	// Manifest loads return it at once. (A 403 for a skewed clock is normally absorbed by
-	// the AWS SDK, which corrects its clock offset and retries reads.)
-	ErrAccessDenied = errors.New("objectstore: access denied")
-)
-
-// Refused reports whether err says the store refuses the request as such: the bucket does
-// not exist (ErrNoBucket), the credentials were refused (ErrAccessDenied), or the server
-// does not honour conditional writes (ErrConditionsUnsupported). A retry fails the same way
-// until an operator creates the bucket, fixes the credentials or changes the server.
-func Refused(err error) bool {
-	return errors.Is(err, ErrNoBucket) || errors.Is(err, ErrAccessDenied) || errors.Is(err, ErrConditionsUnsupported)
-}
-
-// OpError describes a failed store operation. Kind is one of the sentinels above (or nil for
-// a plain failure); Cause is what the backend reported.
-type OpError struct {
-	Op    string // "get", "head", "put", "delete", "list"
-	Key   string // key or prefix
-	Kind  error  // sentinel, may be nil
-	Cause error  // backend error, may be nil
-}
-
-func (e *OpError) Error() string {
-	var b strings.Builder
-	b.WriteString("objectstore: ")
-	b.WriteString(e.Op)
-	b.WriteString(" ")
-	b.WriteString(fmt.Sprintf("%q", e.Key))
-	if e.Kind != nil {
-		b.WriteString(": ")
-		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "objectstore: "))
-	}
-	if e.Cause != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Cause.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel kind and the cause, so errors.Is matches either.
-func (e *OpError) Unwrap() []error {
-	var errs []error
-	if e.Kind != nil {
-		errs = append(errs, e.Kind)
-	}
-	if e.Cause != nil {
-		errs = append(errs, e.Cause)
-	}
-	return errs
-}
-
-// NewOpError is a short constructor for backends.
-func NewOpError(op, key string, kind, cause error) *OpError {
-	return &OpError{Op: op, Key: key, Kind: kind, Cause: cause}
-}
 
 // ObjectInfo describes a stored object.
 type ObjectInfo struct {
@@ -157,10 +51,10 @@ type ByteRange struct {
 	Length int64
 }
 
-// span returns the part of an object of size bytes that r selects: its offset, clamped to
+// Span returns the part of an object of size bytes that r selects: its offset, clamped to
 // [0, size], and its length, at most what remains after the offset (all of it when Length < 0).
 // A nil range selects the whole object.
-func (r *ByteRange) span(size int64) (off, n int64) {
+func (r *ByteRange) Span(size int64) (off, n int64) {
 	if r == nil {
 		return 0, size
 	}
@@ -308,10 +202,3 @@ func ListAll(ctx context.Context, s Store, prefix string, fn func(ObjectInfo) er
 		after = page.NextStartAfter
 	}
 }
-
-var (
-	errNegativeSize    = errors.New("negative size")
-	errBodyLonger      = errors.New("body is longer than the given size")
-	errExists          = errors.New("object exists")
-	errVersionMismatch = errors.New("version does not match")
-)

@@ -12,7 +12,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	cfg := producer.DefaultConfig()
-	cfg.ObjectStore = objectstore.NewMemStore() // or objectstore.Open(ctx, "s3://bucket/prefix?...")
+	cfg.ObjectStore = objectstore.NewMemStore() // or storeurl.Open(ctx, "s3://bucket/prefix?...")
 	p, err := producer.New(ctx, cfg)
 	if err != nil {
 		panic(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
 
 const (
@@ -50,7 +51,7 @@ func TestMultiProcess(t *testing.T) {
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/producer-mp-%d", time.Now().UnixNano())
 		runProcesses(t, u.String())
-		store, err := objectstore.Open(context.Background(), u.String())
+		store, err := storeurl.Open(context.Background(), u.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func runProcesses(t *testing.T, storeURL string) {
 	if len(acked) != children*childAppends {
 		t.Fatalf("%d acks, want %d", len(acked), children*childAppends)
 	}
-	store, err := objectstore.Open(context.Background(), storeURL)
+	store, err := storeurl.Open(context.Background(), storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestMultiProcessChild(t *testing.T) {
 	}
 	id := os.Getenv(childIDEnv)
 	ctx := context.Background()
-	store, err := objectstore.Open(ctx, storeURL)
+	store, err := storeurl.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}

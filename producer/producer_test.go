@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/faultstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
@@ -247,7 +248,7 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestFaultStoreRules runs the workload against objectstore.FaultStore, whose decisions per
+// TestFaultStoreRules runs the workload against faultstore.Store, whose decisions per
 // (op, key, n-th call) depend only on the seed: errors before and after (outcome unknown,
 // applied or not by the inner store) and delays on uploads and manifest writes, failed and
 // truncated manifest reads.
@@ -266,11 +267,11 @@ func TestFaultStoreRules(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("replay with %s=%d go test ./producer -run TestFaultStoreRules", testseed.Env, seed)
 			mem := objectstore.NewMemStore()
-			fs, err := objectstore.NewFaultStore(mem, seed,
-				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/manifest", ErrBefore: 0.1, ErrAfter: 0.15,
+			fs, err := faultstore.New(mem, seed,
+				faultstore.Rule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/manifest", ErrBefore: 0.1, ErrAfter: 0.15,
 					DelayProb: 0.2, DelayJitter: time.Millisecond},
-				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpGet}, Key: "ingest/manifest", ErrBefore: 0.05, ErrAfter: 0.05, BodyErr: 0.05},
-				objectstore.FaultRule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/", ErrBefore: 0.05, ErrAfter: 0.1,
+				faultstore.Rule{Ops: []objectstore.Op{objectstore.OpGet}, Key: "ingest/manifest", ErrBefore: 0.05, ErrAfter: 0.05, BodyErr: 0.05},
+				faultstore.Rule{Ops: []objectstore.Op{objectstore.OpPut}, Key: "ingest/", ErrBefore: 0.05, ErrAfter: 0.1,
 					DelayProb: 0.2, DelayJitter: time.Millisecond},
 			)
 			if err != nil {

@@ -216,7 +216,7 @@ echo "ok"
 if $S3_READY; then
 	log "S3 conformance suite against versitygw $VERSITYGW_VERSION ($SLUICE_TEST_S3_URL)"
 	# Verbose, so the log shows each S3 test running (not skipped) against the real server.
-	go test -race "${GO_TEST_FLAGS[@]}" -v -run '^TestS3Conformance$' ./objectstore/ >"$WORK/s3.out" 2>&1 || {
+	go test -race "${GO_TEST_FLAGS[@]}" -v -run '^TestS3Conformance$' ./objectstore/s3/ >"$WORK/s3.out" 2>&1 || {
 		cat "$WORK/s3.out"
 		exit 1
 	}

@@ -10,7 +10,7 @@
 //
 //	procStore         one per process: its crash, its slow (late) writes
 //	   |
-//	FaultStore        objectstore.FaultStore, seeded: errors before / after, latency, body errors
+//	FaultStore        faultstore.Store, seeded: errors before / after, latency, body errors
 //	   |
 //	ledger            records every delete that took effect, checks every manifest write
 //	   |
@@ -44,7 +44,7 @@
 //
 // Under testing/synctest (see the tests) every sleep, backoff, latency and grace period is
 // virtual, so a run of minutes of simulated time takes milliseconds. Store faults are drawn
-// per (operation, key, call number) from the seed (see objectstore.FaultStore); crashes and
+// per (operation, key, call number) from the seed (see faultstore.Store); crashes and
 // workloads from per-process generators seeded from the seed. Goroutine interleaving is not
 // under the harness's control, so a seed replays the same plan, not always the same
 // interleaving.

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/faultstore"
 	"github.com/sluice-dev/sluice/producer"
 )
 
@@ -49,7 +50,7 @@ type Scenario struct {
 	MaxCrashAt time.Duration
 	MaxCrashes int
 
-	// Store faults (objectstore.FaultRule on every operation).
+	// Store faults (faultstore.Rule on every operation).
 	ErrBefore float64
 	ErrAfter  float64
 	DelayProb float64
@@ -175,7 +176,7 @@ type Result struct {
 	Expired                    int // records of appends that failed with ErrDeliveryTimeout
 	ProducerInstances, Crashes int
 	LateWrites                 int64
-	Faults                     objectstore.FaultCounts
+	Faults                     faultstore.Counts
 	Members, Delivered         int // consumer members started, records delivered (with redeliveries)
 	Zombies                    int // members replaced while alive
 	GCPasses, Deleted          int
@@ -202,7 +203,7 @@ type harness struct {
 	sc     Scenario
 	base   *objectstore.MemStore
 	led    *ledger
-	faults *objectstore.FaultStore
+	faults *faultstore.Store
 	shared objectstore.Store
 
 	late      sync.WaitGroup // producers' writes still in flight (waited for to set the target)
@@ -260,11 +261,11 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 		targetSet: make(chan struct{}), consumerOK: make(chan struct{})}
 	h.led = newLedger(h.base, sc.ManifestPath)
 	var err error
-	rule := objectstore.FaultRule{ErrBefore: sc.ErrBefore, ErrAfter: sc.ErrAfter, BodyErr: sc.BodyErr}
+	rule := faultstore.Rule{ErrBefore: sc.ErrBefore, ErrAfter: sc.ErrAfter, BodyErr: sc.BodyErr}
 	if sc.DelayProb > 0 {
 		rule.DelayProb, rule.Delay, rule.DelayJitter = sc.DelayProb, sc.Delay/4, sc.Delay-sc.Delay/4
 	}
-	h.faults, err = objectstore.NewFaultStore(h.led, sc.Seed, rule)
+	h.faults, err = faultstore.New(h.led, sc.Seed, rule)
 	if err != nil {
 		return Result{Scenario: sc}, err
 	}

@@ -19,7 +19,10 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/file"
+	"github.com/sluice-dev/sluice/objectstore/s3"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
 
 // backend is a store the end-to-end tests run every command against.
@@ -50,13 +53,13 @@ func backends(t *testing.T) []backend {
 // everything under that prefix is deleted when t ends.
 func s3TestURL(t *testing.T, raw string) string {
 	t.Helper()
-	loc, err := objectstore.ParseURL(raw)
+	loc, err := storeurl.Parse(raw)
 	if err != nil || loc.Scheme != "s3" {
 		t.Fatalf("SLUICE_TEST_S3_URL=%q: want an s3:// URL (%v)", raw, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	base, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	base, err := s3.New(ctx, loc.S3Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +478,7 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 	c.ok("", "stream", "create", "keep")
 	c.ok("1\n2\n3\n", "append", "keep")
 	c.ok("4\n", "append", "keep")
-	fs, err := objectstore.NewFileStore(c.dir + "/sluice-data")
+	fs, err := file.New(c.dir + "/sluice-data")
 	if err != nil {
 		t.Fatal(err)
 	}

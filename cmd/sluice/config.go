@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
 
 // envPrefix is the prefix of the environment variables that set flags.
@@ -205,7 +205,7 @@ func newLogger(level, format string) (*slog.Logger, error) {
 
 // redactURL hides credentials that a store URL might carry (user info, or query parameters
 // whose names suggest secrets), so that URLs can be logged.
-func redactURL(raw string) string { return objectstore.RedactURL(raw) }
+func redactURL(raw string) string { return storeurl.Redact(raw) }
 
 // enumValue is a string flag that accepts only the listed values, so that a bad value is
 // refused when it is set, wherever it came from (flag, environment or config file).
@@ -232,7 +232,7 @@ func (e *enumValue) Set(s string) error {
 }
 
 // storeURL accepts file://./relative/dir, the documented default, by turning it into the
-// plain relative path that objectstore.Open takes.
+// plain relative path that storeurl.Open takes.
 func storeURL(raw string) string {
 	if rest, ok := strings.CutPrefix(raw, "file://./"); ok {
 		return "./" + rest

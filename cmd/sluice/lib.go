@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -53,7 +54,7 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 		}
 	}
 	if !g.createsStore {
-		if loc, err := objectstore.ParseURL(storeURL(g.store)); err == nil && loc.Scheme == "file" {
+		if loc, err := storeurl.Parse(storeURL(g.store)); err == nil && loc.Scheme == "file" {
 			if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
 				if g.store != defaultStore {
 					return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, or append --create, makes a new store)", redactURL(g.store), loc.Dir)

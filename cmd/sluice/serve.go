@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
 )
 
@@ -127,7 +128,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	newDir := ""
-	if loc, err := objectstore.ParseURL(storeURL(g.store)); err == nil && loc.Scheme == "file" {
+	if loc, err := storeurl.Parse(storeURL(g.store)); err == nil && loc.Scheme == "file" {
 		if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
 			newDir = loc.Dir
 		}
@@ -288,7 +289,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 
 // openStore opens the store named by --store.
 func openStore(ctx context.Context, url string) (objectstore.Store, error) {
-	s, err := objectstore.Open(ctx, storeURL(url))
+	s, err := storeurl.Open(ctx, storeURL(url))
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", redactURL(url), err)
 	}

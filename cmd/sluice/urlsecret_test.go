@@ -8,7 +8,7 @@ import (
 // TestStoreURLSecretQueryNotEchoed: README ("Security"): "credentials put in a store URL
 // are refused without being echoed". Query parameters named like secrets are redacted in the
 // CLI's "--store URL:" prefix and in the objectstore error that follows it alike
-// (objectstore.RedactURL); the error once quoted the raw URL.
+// (storeurl.Redact); the error once quoted the raw URL.
 func TestStoreURLSecretQueryNotEchoed(t *testing.T) {
 	const secret = "query-secret-never-echo-me"
 	dir := t.TempDir()

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/file"
+	"github.com/sluice-dev/sluice/objectstore/s3"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
 
 // File returns an empty file store in a fresh temporary directory, closed when t ends.
 func File(t testing.TB) objectstore.Store {
 	t.Helper()
-	s, err := objectstore.NewFileStore(t.TempDir())
+	s, err := file.New(t.TempDir())
 	if err != nil {
 		t.Fatalf("file store: %v", err)
 	}
@@ -33,7 +36,7 @@ const EnvS3URL = "SLUICE_TEST_S3_URL"
 // S3URL returns SLUICE_TEST_S3_URL and its parsed form, for a test that needs the URL itself.
 // If the variable is unset it skips t, unless CI=true, when it fails t, as it does for a URL
 // that is not an s3:// one.
-func S3URL(t testing.TB) (string, objectstore.Location) {
+func S3URL(t testing.TB) (string, storeurl.Location) {
 	t.Helper()
 	raw := os.Getenv(EnvS3URL)
 	if raw == "" {
@@ -42,7 +45,7 @@ func S3URL(t testing.TB) (string, objectstore.Location) {
 		}
 		t.Skipf("%s not set; skipping S3 tests (scripts/test.sh starts a local versitygw and sets it)", EnvS3URL)
 	}
-	loc, err := objectstore.ParseURL(raw)
+	loc, err := storeurl.Parse(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", EnvS3URL, err)
 	}
@@ -61,7 +64,7 @@ func S3(t testing.TB) objectstore.Store {
 	_, loc := S3URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	base, err := objectstore.NewS3Store(ctx, loc.S3Config())
+	base, err := s3.New(ctx, loc.S3Config())
 	if err != nil {
 		t.Fatalf("S3 store for %s: %v", EnvS3URL, err)
 	}
@@ -80,7 +83,7 @@ func S3(t testing.TB) objectstore.Store {
 		defer cancel()
 		_ = base.Close()
 		// A store of its own: the test may have closed st, which closes base with it.
-		cl, err := objectstore.NewS3Store(ctx, loc.S3Config())
+		cl, err := s3.New(ctx, loc.S3Config())
 		if err != nil {
 			t.Errorf("cleaning up %s: %v", prefix, err)
 			return
