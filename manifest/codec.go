@@ -11,10 +11,14 @@ import (
 
 // Format constants (see the package doc for the layout).
 const (
-	// FormatVersion is the version byte this package writes and reads.
-	FormatVersion = 1
-	headerLen     = 5 // magic + version
-	trailerLen    = 4 // CRC32C
+	// FormatVersion is the version byte of a manifest without a committer role, and of
+	// segments. A manifest with one is FormatVersionCommitter: the role follows the entries.
+	// Both are read; a build that reads only version 1 refuses a manifest with a committer
+	// (ErrUnsupportedVersion) rather than misread it.
+	FormatVersion          = 1
+	FormatVersionCommitter = 2
+	headerLen              = 5 // magic + version
+	trailerLen             = 4 // CRC32C
 )
 
 var (
@@ -47,10 +51,10 @@ func b2u(v bool) byte {
 	return 0
 }
 
-func frame(magic [4]byte, body func(*encoder)) []byte {
+func frame(magic [4]byte, version byte, body func(*encoder)) []byte {
 	e := &encoder{b: make([]byte, 0, 4096)}
 	e.raw(magic[:])
-	e.byte1(FormatVersion)
+	e.byte1(version)
 	body(e)
 	e.b = binary.BigEndian.AppendUint32(e.b, crc32c.Checksum(e.b))
 	return e.b
@@ -59,7 +63,11 @@ func frame(magic [4]byte, body func(*encoder)) []byte {
 // Encode returns the manifest object bytes of s. Maps are written in key order, so equal
 // states encode to equal bytes.
 func (s *State) Encode() []byte {
-	return frame(manifestMagic, func(e *encoder) {
+	version := byte(FormatVersion)
+	if s.Committer.ID != "" {
+		version = FormatVersionCommitter
+	}
+	return frame(manifestMagic, version, func(e *encoder) {
 		e.raw(s.Generation[:])
 		e.uv(s.WriteCounter)
 		e.uv(uint64(len(s.RecentWrites)))
@@ -94,6 +102,11 @@ func (s *State) Encode() []byte {
 		}
 		encodeRefs(e, s.Segments)
 		encodeEntries(e, s.Entries)
+		if version == FormatVersionCommitter {
+			e.str(s.Committer.ID)
+			e.str(s.Committer.URL)
+			e.uv(s.Committer.UntilMs)
+		}
 	})
 }
 
@@ -144,7 +157,7 @@ func encodeEntries(e *encoder, entries []Entry) {
 
 // EncodeSegment returns the segment object bytes.
 func (g *Segment) Encode() []byte {
-	return frame(segmentMagic, func(e *encoder) {
+	return frame(segmentMagic, FormatVersion, func(e *encoder) {
 		e.byte1(g.Level)
 		e.raw(g.Generation[:])
 		if g.Level == 0 {
@@ -244,21 +257,24 @@ func (d *decoder) count(what string, minSize int) int {
 	return int(n)
 }
 
-func unframe(key string, magic [4]byte, data []byte) (*decoder, error) {
+// unframe checks an object's frame and returns a decoder of its body and its version, one of
+// versions.
+func unframe(key string, magic [4]byte, data []byte, versions ...byte) (*decoder, byte, error) {
 	if len(data) < headerLen+trailerLen {
-		return nil, corrupt(key, "object of %d bytes is shorter than header and checksum", len(data))
+		return nil, 0, corrupt(key, "object of %d bytes is shorter than header and checksum", len(data))
 	}
 	if [4]byte(data[:4]) != magic {
-		return nil, corrupt(key, "bad magic %q", data[:4])
+		return nil, 0, corrupt(key, "bad magic %q", data[:4])
 	}
 	body, sum := data[:len(data)-trailerLen], binary.BigEndian.Uint32(data[len(data)-trailerLen:])
 	if got := crc32c.Checksum(body); got != sum {
-		return nil, corrupt(key, "checksum mismatch (stored %08x, computed %08x)", sum, got)
+		return nil, 0, corrupt(key, "checksum mismatch (stored %08x, computed %08x)", sum, got)
 	}
-	if v := data[4]; v != FormatVersion {
-		return nil, &versionError{key: key, version: v}
+	v := data[4]
+	if !slices.Contains(versions, v) {
+		return nil, 0, &versionError{key: key, version: v}
 	}
-	return &decoder{key: key, b: body[headerLen:]}, nil
+	return &decoder{key: key, b: body[headerLen:]}, v, nil
 }
 
 type versionError struct {
@@ -267,14 +283,14 @@ type versionError struct {
 }
 
 func (e *versionError) Error() string {
-	return fmt.Sprintf("manifest: object %q: unsupported format version %d (this build reads %d)", e.key, e.version, FormatVersion)
+	return fmt.Sprintf("manifest: object %q: unsupported format version %d (this build reads %d and %d)", e.key, e.version, FormatVersion, FormatVersionCommitter)
 }
 func (e *versionError) Unwrap() error { return ErrUnsupportedVersion }
 
 // Decode parses a manifest object. key is used in error messages only. Every malformed input
 // yields an error matching ErrCorrupt (or ErrUnsupportedVersion); Decode never panics.
 func Decode(key string, data []byte) (*State, error) {
-	d, err := unframe(key, manifestMagic, data)
+	d, version, err := unframe(key, manifestMagic, data, FormatVersion, FormatVersionCommitter)
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +337,12 @@ func Decode(key string, data []byte) (*State, error) {
 	}
 	s.Segments = decodeRefs(d)
 	s.Entries = decodeEntries(d)
+	if version == FormatVersionCommitter {
+		s.Committer = CommitterRole{ID: d.str("committer id"), URL: d.str("committer url"), UntilMs: d.uv("committer until")}
+		if d.err == nil && s.Committer.ID == "" {
+			d.fail("committer role without an id")
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d trailing bytes", len(d.b))
 	}
@@ -401,7 +423,7 @@ func decodeEntries(d *decoder) []Entry {
 
 // DecodeSegment parses a segment object; errors as for Decode.
 func DecodeSegment(key string, data []byte) (*Segment, error) {
-	d, err := unframe(key, segmentMagic, data)
+	d, _, err := unframe(key, segmentMagic, data, FormatVersion)
 	if err != nil {
 		return nil, err
 	}

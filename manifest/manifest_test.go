@@ -259,6 +259,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		st.OpenGroup("g")
 		f.Add(st.Encode())
+		st.TakeRole("c1", "http://127.0.0.1:7070", time.UnixMilli(5), time.Second)
+		f.Add(st.Encode())
 	}
 	seg := &Segment{Level: 0, Entries: []Entry{{Key: "k", Records: 2, Appends: 1}}}
 	f.Add(seg.Encode())
@@ -418,7 +420,7 @@ func FuzzDecodeBody(f *testing.F) {
 		if segment {
 			magic = segmentMagic
 		}
-		data := frame(magic, func(e *encoder) { e.raw(body) })
+		data := frame(magic, FormatVersion, func(e *encoder) { e.raw(body) })
 		if segment {
 			g, err := DecodeSegment("fuzz", data)
 			if err != nil {

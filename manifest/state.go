@@ -277,8 +277,9 @@ type State struct {
 	Config       Config
 	Groups       map[string]Group
 	Producers    map[string]ProducerState
-	Segments     []SegmentRef // oldest first; all before Entries
-	Entries      []Entry      // recent entries, oldest first
+	Segments     []SegmentRef  // oldest first; all before Entries
+	Entries      []Entry       // recent entries, oldest first
+	Committer    CommitterRole // the stream's committer, if any
 }
 
 // maxRecentWrites bounds State.RecentWrites.

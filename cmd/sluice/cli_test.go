@@ -319,7 +319,7 @@ func TestAppendAcksAndConditions(t *testing.T) {
 		// trim moves the trim point.
 		checkAcks(t, jsonLines[ack](t, c.ok("", "trim", "s", "100").stdout), 5007, 1)
 		ins := decodeJSON[inspectJSON](t, c.ok("", "inspect", "s").stdout)
-		if ins.TrimPoint != 100 || ins.FencingToken != "tok-2" || ins.Tail.SeqNum != 5008 || ins.Totals["entries"] == 0 {
+		if ins.TrimPoint != 100 || ins.FencingToken != "tok-2" || ins.Tail.SeqNum != 5008 || ins.Totals["entries"] == 0 || ins.Committer != nil {
 			t.Fatalf("inspect = trim %d token %q tail %+v totals %v", ins.TrimPoint, ins.FencingToken, ins.Tail, ins.Totals)
 		}
 		var recs uint64

@@ -242,12 +242,21 @@ type inspectJSON struct {
 	TrimPoint     uint64                  `json:"trim_point"`
 	ReadableStart uint64                  `json:"readable_start"`
 	FencingToken  string                  `json:"fencing_token"`
+	Committer     *committerJSON          `json:"committer"`
 	Config        streamConfigJSON        `json:"config"`
 	Groups        map[string]groupJSON    `json:"groups"`
 	Producers     map[string]producerJSON `json:"producers"`
 	Segments      []segmentJSON           `json:"segments"`
 	Entries       []entryJSON             `json:"entries"`
 	Totals        map[string]uint64       `json:"totals"`
+}
+
+// committerJSON is the stream's committer role; null when it has none.
+type committerJSON struct {
+	ID      string `json:"id"`
+	URL     string `json:"url"`
+	UntilMs uint64 `json:"until_ms"`
+	Live    bool   `json:"live"`
 }
 
 type groupJSON struct {
@@ -321,6 +330,9 @@ func inspectState(name, basin, key string, snap *manifest.Snapshot) inspectJSON 
 		FencingToken: s.FencingToken, Config: configJSON(s.Config),
 		Groups: map[string]groupJSON{}, Producers: map[string]producerJSON{},
 		Segments: []segmentJSON{}, Entries: []entryJSON{},
+	}
+	if r := s.Committer; r.ID != "" {
+		out.Committer = &committerJSON{ID: r.ID, URL: r.URL, UntilMs: r.UntilMs, Live: r.Live(time.Now())}
 	}
 	for n, gr := range s.Groups {
 		out.Groups[n] = groupJSON{Epoch: gr.Epoch, Checkpoint: gr.Checkpoint}
