@@ -18,6 +18,10 @@ type Batch struct {
 	BatchNum  uint64
 	ArrivalMs uint64
 	Appends   []*batchfmt.AppendInput
+	// Metered, if set, is each append's metered size, for appends whose records are given
+	// without their headers and bodies (a committer applies another process's batch: the
+	// bytes stay in the batch object). Nil: computed from the records.
+	Metered []uint64
 	// Skip, if set, is asked before append i's conditions: true rejects it as
 	// RejectPreceding. Rejected, if set, is told of every append Apply rejects, in order.
 	// Together they let a producer chain an append session's appends, each applied only if
@@ -56,6 +60,8 @@ func (b *Batch) validate() error {
 		return fmt.Errorf("%w: no appends", ErrInvalidBatch)
 	case uint64(len(b.Appends)) > 1<<32-1:
 		return fmt.Errorf("%w: too many appends", ErrInvalidBatch)
+	case b.Metered != nil && len(b.Metered) != len(b.Appends):
+		return fmt.Errorf("%w: %d metered sizes for %d appends", ErrInvalidBatch, len(b.Metered), len(b.Appends))
 	}
 	for i, in := range b.Appends {
 		if in == nil || len(in.Records) == 0 {
@@ -137,8 +143,13 @@ func (s *State) Apply(b *Batch) (*BatchResult, error) {
 					}
 				}
 			}
-			e.MeteredBytes += uint64(rec.MeteredSize())
+			if b.Metered == nil {
+				e.MeteredBytes += uint64(rec.MeteredSize())
+			}
 			seq++
+		}
+		if b.Metered != nil {
+			e.MeteredBytes += b.Metered[i]
 		}
 		r.End = Position{SeqNum: seq, Timestamp: ts}
 		if e.Records == 0 {

@@ -6,14 +6,22 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// committer is the commit goroutine's own state: the manifest as it last read or wrote it.
-type committer struct {
+// commitState is the commit goroutine's own state: the manifest as it last read or wrote it.
+type commitState struct {
 	snap  *manifest.Snapshot
 	index *manifest.Index
+	// stale: the manifest moved on since snap (a committer wrote for us): read it before
+	// writing directly.
+	stale bool
+	// client sends commit requests to the stream's committer; directUntil is when to ask
+	// one again after it failed.
+	client      committer.Client
+	directUntil time.Time
 }
 
 // setSnap makes snap the manifest the committer works from.
@@ -84,6 +92,18 @@ func (p *Producer) commitGroup(group []*batch) {
 		}
 		if !p.refreshStale(group) {
 			return // stopping, or a batch of the group expired: nextGroup takes what is left
+		}
+		if url := p.committerURL(); url != "" {
+			if p.commitRemote(group, url) {
+				return
+			}
+			continue // recover, then commit directly
+		}
+		if p.c.stale {
+			if !p.reload() {
+				return
+			}
+			p.c.stale = false
 		}
 		w := p.startWrite(group)
 		if w == nil {

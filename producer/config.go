@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path"
 	"time"
 
@@ -70,6 +71,13 @@ type Config struct {
 	// process only once the previous process is gone for good: wait CommitDeadline after it
 	// died before reusing its id, so that no manifest write of the old process can still land.
 	ProducerID string
+	// Committer is the URL of a committer (sluice serve --advertise-url) to send commits to
+	// while the stream's manifest names none; a live one it names is used first. Batches are
+	// still uploaded by the producer. With none reachable the producer commits directly.
+	// Default "": commit directly unless the manifest names a committer.
+	Committer string
+	// CommitterToken is the bearer token for the committer's API (serve --auth-token).
+	CommitterToken string
 	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
 	// records, 1 MiB).
 	Batching batchfmt.BatchingConfig
@@ -162,6 +170,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		bad("%v", err)
+	}
+	if c.Committer != "" {
+		if u, err := url.Parse(c.Committer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("committer %q is not an http(s) URL", c.Committer)
+		}
 	}
 	if len(c.ProducerID) > 128 {
 		bad("producer id is %d bytes, more than 128", len(c.ProducerID))

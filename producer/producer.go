@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -45,7 +46,7 @@ type Producer struct {
 	// fresh buffer to a batch's size costs more than encoding into a warm one.
 	freeEnc []*batchfmt.Encoder
 
-	c   committer // the committer goroutine's own state
+	c   commitState // the commit goroutine's own state
 	sub submitter
 }
 
@@ -91,7 +92,8 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		kick: kicks{upload: make(chan struct{}, cfg.UploadConcurrency), commit: make(chan struct{}, 1),
 			linger: make(chan struct{}, 1), expiry: make(chan struct{}, 1)},
 		nextNum: 1, room: newRoom(), progress: make(chan struct{}),
-		c: committer{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State)},
+		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
+			client: committer.Client{Token: cfg.CommitterToken}},
 	}
 	if ps, ok := snap.State.Producer(p.id); ok {
 		// The id was used before (a restart with a fixed id): continue its batch numbers.

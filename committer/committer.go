@@ -1,0 +1,167 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Config configures a Committer. Start from DefaultConfig.
+type Config struct {
+	// Store holds the streams the committer commits to. Required.
+	Store objectstore.Store
+	// ID names the committer in the manifests' role; unique per process. Required.
+	ID string
+	// URL is where it takes requests (its Handler is served at URL + Path). Required.
+	URL string
+	// Lease is how long each write holds the role. Default 10 s.
+	Lease time.Duration
+	// MaxWriteRetries bounds the writes one group of requests is tried with before its
+	// requests are answered with CodeStorage. Default 20.
+	MaxWriteRetries int
+	// Backoff between retries of manifest reads and writes.
+	Backoff manifest.Backoff
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the committer's metrics. Default nil: not registered.
+	Registerer prometheus.Registerer
+	// Now is the clock of the role's lease. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults; Store, ID and URL are left empty.
+func DefaultConfig() Config {
+	return Config{Lease: 10 * time.Second, MaxWriteRetries: 20, Backoff: manifest.DefaultBackoff(),
+		Logger: slog.New(slog.DiscardHandler), Now: time.Now}
+}
+
+// ErrInvalidConfig is matched by every problem New reports.
+var ErrInvalidConfig = errors.New("committer: invalid config")
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.Store == nil {
+		bad("store is required")
+	}
+	if c.ID == "" {
+		bad("id is required")
+	}
+	if c.URL == "" {
+		bad("url is required")
+	}
+	if c.Lease <= 0 {
+		bad("lease %v must be positive", c.Lease)
+	}
+	if c.MaxWriteRetries <= 0 {
+		bad("max write retries %d must be positive", c.MaxWriteRetries)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if c.Logger == nil {
+		bad("logger is nil")
+	}
+	if c.Now == nil {
+		bad("clock is nil")
+	}
+	return errors.Join(errs...)
+}
+
+// Committer commits other processes' batches to the streams of its store: one loop per
+// stream applies every request that arrived while the previous write was in flight in one
+// manifest write (group commit across processes), taking or renewing the stream's role in
+// that same write. Safe for concurrent use; Close stops its loops.
+type Committer struct {
+	cfg    Config
+	m      *metrics
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	streams map[string]*stream
+}
+
+// New returns a committer; it starts a stream's loop at the stream's first request.
+func New(cfg Config) (*Committer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Committer{cfg: cfg, m: m, ctx: ctx, cancel: cancel, streams: map[string]*stream{}}, nil
+}
+
+// Commit commits req and returns its answer. ctx bounds the wait: a request whose ctx ends
+// before its write starts is not written (then nothing of it is in the stream); one whose
+// write started is answered by that write.
+func (c *Committer) Commit(ctx context.Context, req *Request) *Response {
+	if err := req.validate(); err != nil {
+		return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+	}
+	s, err := c.stream(req.ManifestPath)
+	if err != nil {
+		return &Response{Error: &Error{Code: CodeStopping, Message: err.Error()}}
+	}
+	pr := &pending{ctx: ctx, req: req, done: make(chan *Response, 1), at: time.Now()}
+	select {
+	case s.queue <- pr:
+	case <-ctx.Done():
+		return &Response{Error: &Error{Code: CodeStopping, Message: ctx.Err().Error()}}
+	case <-c.ctx.Done():
+		return &Response{Error: &Error{Code: CodeStopping, Message: "committer closed"}}
+	}
+	return <-pr.done // every request queued is answered, also on Close
+}
+
+func (c *Committer) stream(path string) (*stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("committer closed")
+	}
+	s := c.streams[path]
+	if s == nil {
+		s = &stream{c: c, path: path, queue: make(chan *pending, 1024)}
+		c.streams[path] = s
+		c.wg.Add(1)
+		go s.loop()
+	}
+	return s, nil
+}
+
+// Close stops the stream loops (each answers what it holds) and gives up the roles it holds,
+// so that writers commit directly at once rather than when the lease lapses.
+func (c *Committer) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	streams := make([]*stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		streams = append(streams, s)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	var errs []error
+	for _, s := range streams {
+		if err := s.release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.m.unregister(c.cfg.Registerer)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,27 @@
+// Package committer brokers a stream's commits: many producers on many machines upload their
+// own batch objects and send one committer the commit requests, which it applies together
+// in one manifest write (group commit across processes). A stream's manifest takes only so
+// many conditional writes a second (about 15 on S3 Standard), so one writer per producer
+// does not scale; one committer does.
+//
+// # Contract
+//
+//   - A Request carries what manifest.State.Apply needs of a producer's batches (keys,
+//     batch numbers, conditions, per-record timestamps and commands, metered sizes), never
+//     record bytes. The committer applies each request's batches in order, all or none,
+//     and answers with exactly what a direct commit would give: positions, or a rejection
+//     (seq_num mismatch, fencing token, client-require, an earlier append of the chain).
+//   - Every write takes or renews the stream's committer role (manifest.CommitterRole, for
+//     Lease). The manifest's If-Match stays the only arbiter: a committer that lost the
+//     role, or two that believe they hold it, cannot both commit; a conflict is re-read and
+//     re-applied, and a batch that an earlier attempt committed is answered as a duplicate
+//     (the producer table shows it), never committed twice.
+//   - An answer's Error says nothing of the request was committed (role held by another,
+//     generation changed, invalid, stopping), except CodeStorage: the outcome is unknown,
+//     and the producer looks its batches up in the manifest, as after any unknown outcome.
+//   - Close answers what is queued, stops the loops and gives up the roles it holds.
+//
+// The daemon (sluice serve --advertise-url) serves Handler at Path; producers find the
+// committer in the manifest's role or in producer.Config.Committer, and commit directly
+// when none answers.
+package committer

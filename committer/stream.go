@@ -1,0 +1,241 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+// pending is a request waiting for its stream's loop.
+type pending struct {
+	ctx  context.Context
+	req  *Request
+	done chan *Response // buffered: the loop never blocks on an answer
+	at   time.Time
+}
+
+// stream is one stream's commit loop and the manifest as it last read or wrote it.
+type stream struct {
+	c     *Committer
+	path  string
+	queue chan *pending
+	snap  *manifest.Snapshot // loop only; nil: read it first
+	held  bool               // the last write took or renewed the role
+}
+
+func (s *stream) loop() {
+	defer s.c.wg.Done()
+	for {
+		var group []*pending
+		select {
+		case pr := <-s.queue:
+			group = append(group, pr)
+		case <-s.c.ctx.Done():
+			s.drain()
+			return
+		}
+		for more := true; more; {
+			select {
+			case pr := <-s.queue:
+				group = append(group, pr)
+			default:
+				more = false
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// drain answers the requests still queued at Close; none was written.
+func (s *stream) drain() {
+	for {
+		select {
+		case pr := <-s.queue:
+			pr.done <- &Response{Error: &Error{Code: CodeStopping, Message: "committer closed"}}
+		default:
+			return
+		}
+	}
+}
+
+// commit writes group in one manifest write, retrying conflicts and failures on a fresh read
+// (a batch an earlier attempt committed is then a duplicate), and answers every request.
+func (s *stream) commit(group []*pending) {
+	cfg := &s.c.cfg
+	var lastErr error
+	for attempt := 0; attempt < cfg.MaxWriteRetries; attempt++ {
+		if attempt > 0 {
+			if cfg.Backoff.Sleep(s.c.ctx, attempt-1) != nil {
+				break
+			}
+		}
+		group = s.dropGone(group, attempt > 0)
+		if len(group) == 0 {
+			return
+		}
+		if s.snap == nil {
+			snap, err := manifest.Load(s.c.ctx, cfg.Store, s.path)
+			if errors.Is(err, manifest.ErrNotExist) {
+				s.answerAll(group, &Error{Code: CodeGeneration, Message: err.Error()})
+				return
+			}
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			s.snap = snap
+		}
+		st := s.snap.State.Clone()
+		prev := st.Committer
+		if err := st.TakeRole(cfg.ID, cfg.URL, cfg.Now(), cfg.Lease); err != nil {
+			var held *manifest.RoleHeldError
+			errors.As(err, &held)
+			s.answerAll(group, &Error{Code: CodeRoleHeld, Message: err.Error(), Holder: &held.Holder})
+			s.snap, s.held = nil, false // read again next time: the role may lapse
+			return
+		}
+		answers := make([]*Response, len(group))
+		batches, writing := 0, 0
+		for i, pr := range group {
+			answers[i] = apply(st, pr.req)
+			if answers[i].Error == nil {
+				batches += len(pr.req.Batches)
+				writing++
+			}
+		}
+		if writing == 0 {
+			s.answer(group, answers, st)
+			return
+		}
+		start := time.Now()
+		wres, err := manifest.Write(s.c.ctx, cfg.Store, s.path, st, s.snap.Version)
+		s.c.m.writeSeconds.Observe(time.Since(start).Seconds())
+		if err == nil {
+			s.snap = &wres.Snapshot
+			if prev.ID != cfg.ID {
+				s.c.m.roleChanges.Inc()
+				cfg.Logger.Info("took the committer role", "manifest", s.path, "previous", prev.ID)
+			}
+			s.held = true
+			s.c.m.writes.Inc()
+			s.c.m.batchesPerWrite.Observe(float64(batches))
+			s.c.m.requestsPerWrite.Observe(float64(writing))
+			s.answer(group, answers, st)
+			return
+		}
+		lastErr = err
+		s.snap = nil
+		if !errors.Is(err, manifest.ErrConflict) {
+			s.c.m.writeErrors.Inc()
+			cfg.Logger.Warn("manifest write failed, retrying", "manifest", s.path, "attempt", attempt, "err", err)
+		}
+	}
+	s.snap = nil
+	msg := "committer stopping"
+	if lastErr != nil {
+		msg = lastErr.Error()
+	}
+	s.answerAll(group, &Error{Code: CodeStorage, Message: msg})
+}
+
+// dropGone answers and drops the requests whose callers gave up. Before the first attempt
+// none of them was written; after a failed one (retry) they may have been, and are kept so
+// that they are answered with what the manifest says.
+func (s *stream) dropGone(group []*pending, retry bool) []*pending {
+	if retry {
+		return group
+	}
+	kept := group[:0]
+	for _, pr := range group {
+		if err := pr.ctx.Err(); err != nil {
+			pr.done <- &Response{Error: &Error{Code: CodeStopping, Message: "request abandoned: " + err.Error()}}
+			continue
+		}
+		kept = append(kept, pr)
+	}
+	return kept
+}
+
+// answer sends each request its answer, with the tail of st where it was written.
+func (s *stream) answer(group []*pending, answers []*Response, st *manifest.State) {
+	for i, pr := range group {
+		if answers[i].Error == nil {
+			answers[i].Tail = st.Tail
+		}
+		s.c.m.requestSeconds.Observe(time.Since(pr.at).Seconds())
+		pr.done <- answers[i]
+	}
+}
+
+func (s *stream) answerAll(group []*pending, e *Error) {
+	for _, pr := range group {
+		pr.done <- &Response{Error: e}
+	}
+}
+
+// apply applies req's batches to st (all or none) and returns what each gave.
+func apply(st *manifest.State, req *Request) *Response {
+	if req.Generation != st.GenerationString() {
+		return &Response{Error: &Error{Code: CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", st.GenerationString(), req.Generation)}}
+	}
+	try := st.Clone()
+	broken := map[int]bool{}
+	out := &Response{Batches: make([]BatchResult, len(req.Batches))}
+	for i := range req.Batches {
+		b := &req.Batches[i]
+		mb := b.manifestBatch(req.ProducerID)
+		mb.Skip = func(j int) bool { a := &b.Appends[j]; return a.Skip || (a.Chain != 0 && broken[a.Chain]) }
+		mb.Rejected = func(j int) {
+			if c := b.Appends[j].Chain; c != 0 {
+				broken[c] = true
+			}
+		}
+		res, err := try.Apply(mb)
+		if err != nil {
+			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+		}
+		out.Batches[i] = batchResult(res)
+	}
+	*st = *try
+	return out
+}
+
+func batchResult(res *manifest.BatchResult) BatchResult {
+	if res.Duplicate {
+		return BatchResult{Duplicate: true}
+	}
+	out := BatchResult{Appends: make([]AppendResult, len(res.Appends))}
+	for k, a := range res.Appends {
+		out.Appends[k] = AppendResult{Start: a.Start, End: a.End}
+	}
+	for _, rej := range res.Entry.Rejected {
+		r := rej
+		out.Appends[r.Append] = AppendResult{Rejection: &r}
+	}
+	return out
+}
+
+// release gives up the stream's role if the last write held it.
+func (s *stream) release(ctx context.Context) error {
+	if !s.held {
+		return nil
+	}
+	id := s.c.cfg.ID
+	for attempt := 0; attempt < 5; attempt++ {
+		snap, err := manifest.Load(ctx, s.c.cfg.Store, s.path)
+		if err != nil || snap.State.Committer.ID != id {
+			return nil // gone, or taken over: nothing to give up
+		}
+		st := snap.State.Clone()
+		st.ReleaseRole(id)
+		if _, err := manifest.Write(ctx, s.c.cfg.Store, s.path, st, snap.Version); err == nil {
+			return nil
+		} else if !errors.Is(err, manifest.ErrConflict) {
+			return fmt.Errorf("committer: release role of %s: %w", s.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package committer
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+// Path is where a committer takes commit requests, under its URL.
+const Path = "/sluice/v1/commit"
+
+// Request asks the committer to commit a producer's uploaded batches, in order, to the
+// stream whose manifest is at ManifestPath in the committer's store. It carries what
+// manifest.State.Apply needs and no record bytes: those stay in the batch objects.
+type Request struct {
+	ManifestPath string  `json:"manifest_path"`
+	Generation   string  `json:"generation"` // hex, as the producer opened the stream
+	ProducerID   string  `json:"producer_id"`
+	Batches      []Batch `json:"batches"`
+}
+
+// Batch is one uploaded batch object.
+type Batch struct {
+	Key         string   `json:"key"`
+	ObjectBytes uint64   `json:"object_bytes"`
+	BatchNum    uint64   `json:"batch_num"`
+	ArrivalMs   uint64   `json:"arrival_ms"`
+	Appends     []Append `json:"appends"`
+}
+
+// Append is one append of a batch: its conditions, its metered size, and per record the
+// timestamp and, for command records, the command and its argument.
+type Append struct {
+	MatchSeqNum  *uint64  `json:"match_seq_num,omitempty"`
+	FencingToken *string  `json:"fencing_token,omitempty"`
+	Metered      uint64   `json:"metered"`
+	Records      []Record `json:"records"`
+	// Chain: appends of one request with the same non-zero number are of one chain
+	// (producer.WithChain): once one is rejected, the later ones are too. Skip: an earlier
+	// append of its chain failed before this request.
+	Chain int  `json:"chain,omitempty"`
+	Skip  bool `json:"skip,omitempty"`
+}
+
+// Record is what the commit step reads of a record.
+type Record struct {
+	Timestamp *uint64 `json:"ts,omitempty"`
+	Command   string  `json:"cmd,omitempty"`
+	Arg       []byte  `json:"arg,omitempty"`
+}
+
+// Response answers a Request: per batch, what a direct commit would have given, and the
+// stream's tail after the write; or Error, when nothing of the request was committed.
+type Response struct {
+	Tail    manifest.Position `json:"tail"`
+	Batches []BatchResult     `json:"batches,omitempty"`
+	Error   *Error            `json:"error,omitempty"`
+}
+
+// BatchResult is the outcome of one batch. Duplicate: it was committed already (by an
+// earlier request or write whose answer was lost); its results are in its manifest entry.
+type BatchResult struct {
+	Duplicate bool           `json:"duplicate,omitempty"`
+	Appends   []AppendResult `json:"appends,omitempty"`
+}
+
+// AppendResult is one append's positions, or the rejection of its condition.
+type AppendResult struct {
+	Start     manifest.Position   `json:"start"`
+	End       manifest.Position   `json:"end"`
+	Rejection *manifest.Rejection `json:"rejection,omitempty"`
+}
+
+// Error codes of a Response.
+const (
+	CodeRoleHeld   = "role_held"   // another committer holds the stream's role (Holder)
+	CodeGeneration = "generation"  // the stream is gone or was recreated
+	CodeInvalid    = "invalid"     // the request is malformed
+	CodeStopping   = "stopping"    // the committer is shutting down
+	CodeStorage    = "storage"     // the store failed; the outcome is unknown
+	CodeBadRequest = "bad_request" // not a commit request
+)
+
+// Error is a request that was not committed. Nothing of it is in the stream, except after
+// CodeStorage: then a write that held it may have taken effect, which the producer learns
+// from the manifest's producer table.
+type Error struct {
+	Code    string                  `json:"code"`
+	Message string                  `json:"message"`
+	Holder  *manifest.CommitterRole `json:"holder,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("committer: %s: %s", e.Code, e.Message) }
+
+// NewBatch builds the wire form of a producer's batch. skip[j] (nil: none) marks appends
+// whose chain failed before; chains numbers the appends' chains (0: none).
+func NewBatch(b *manifest.Batch, skip []bool, chains []int) Batch {
+	out := Batch{Key: b.Key, ObjectBytes: b.ObjectBytes, BatchNum: b.BatchNum, ArrivalMs: b.ArrivalMs,
+		Appends: make([]Append, len(b.Appends))}
+	for i, in := range b.Appends {
+		a := &out.Appends[i]
+		a.MatchSeqNum, a.FencingToken = in.MatchSeqNum, in.FencingToken
+		a.Metered = uint64(in.MeteredSize())
+		if skip != nil {
+			a.Skip = skip[i]
+		}
+		if chains != nil {
+			a.Chain = chains[i]
+		}
+		a.Records = make([]Record, len(in.Records))
+		for j := range in.Records {
+			r := &in.Records[j]
+			if r.HasTimestamp {
+				ts := r.Timestamp
+				a.Records[j].Timestamp = &ts
+			}
+			if cmd := r.Command(); cmd != "" {
+				a.Records[j].Command, a.Records[j].Arg = cmd, r.Body
+			}
+		}
+	}
+	return out
+}
+
+// manifestBatch is the commit step's form of b, for producer id.
+func (b *Batch) manifestBatch(id string) *manifest.Batch {
+	mb := &manifest.Batch{Key: b.Key, ObjectBytes: b.ObjectBytes, ProducerID: id, BatchNum: b.BatchNum,
+		ArrivalMs: b.ArrivalMs, Appends: make([]*batchfmt.AppendInput, len(b.Appends)), Metered: make([]uint64, len(b.Appends))}
+	for i := range b.Appends {
+		a := &b.Appends[i]
+		in := &batchfmt.AppendInput{MatchSeqNum: a.MatchSeqNum, FencingToken: a.FencingToken, Records: make([]batchfmt.Record, len(a.Records))}
+		for j, r := range a.Records {
+			rec := &in.Records[j]
+			if r.Timestamp != nil {
+				rec.Timestamp, rec.HasTimestamp = *r.Timestamp, true
+			}
+			if r.Command != "" {
+				rec.Headers = []batchfmt.Header{{Value: []byte(r.Command)}}
+				rec.Body = r.Arg
+			}
+		}
+		mb.Appends[i] = in
+		mb.Metered[i] = a.Metered
+	}
+	return mb
+}
+
+// validate reports what is wrong with r, or nil.
+func (r *Request) validate() error {
+	if r.ManifestPath == "" || r.ProducerID == "" || len(r.Batches) == 0 {
+		return fmt.Errorf("a request needs a manifest path, a producer id and batches")
+	}
+	if g, err := hex.DecodeString(r.Generation); err != nil || len(g) != 16 {
+		return fmt.Errorf("generation %q is not 32 hex digits", r.Generation)
+	}
+	for i := range r.Batches {
+		for j := range r.Batches[i].Appends {
+			a := &r.Batches[i].Appends[j]
+			if len(a.Records) == 0 || len(a.Records) > batchfmt.MaxAppendRecords {
+				return fmt.Errorf("batch %d append %d has %d records", r.Batches[i].BatchNum, j, len(a.Records))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package producer
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/manifest"
+)
+
+const (
+	// committerTimeout bounds one commit request to a committer.
+	committerTimeout = 10 * time.Second
+	// directFor is how long the producer commits directly after its committer failed it.
+	directFor = 10 * time.Second
+)
+
+// committerURL is where to send the next commit: the stream's live committer, else
+// Config.Committer; "" to commit directly (none, or one failed less than directFor ago).
+func (p *Producer) committerURL() string {
+	if time.Now().Before(p.c.directUntil) {
+		return ""
+	}
+	if r := p.c.snap.State.Committer; r.URL != "" && r.Live(p.cfg.Now()) {
+		return r.URL
+	}
+	return p.cfg.Committer
+}
+
+// commitRemote sends the group to the committer at url and resolves it from the answer. It
+// returns false when the committer did not commit it: the batches are back to uploaded (or
+// maybe-written, when the committer may have written them), and the producer commits
+// directly for a while.
+func (p *Producer) commitRemote(group []*batch, url string) bool {
+	w := p.startWrite(group)
+	if w == nil {
+		return true
+	}
+	req := p.request(w)
+	start := time.Now()
+	resp, err := p.askCommitter(url, req)
+	if err == nil && resp.Error != nil && resp.Error.Code == committer.CodeRoleHeld && resp.Error.Holder != nil && resp.Error.Holder.URL != url {
+		resp, err = p.askCommitter(resp.Error.Holder.URL, req) // the role moved: ask its holder once
+	}
+	p.m.writeLatency.Observe(time.Since(start).Seconds())
+	if err == nil && resp.Error == nil && len(resp.Batches) == len(w.group) {
+		p.remoteSucceeded(w, resp)
+		return true
+	}
+	// Nothing was committed if the request never arrived or the committer said so; after
+	// anything else a write that held it may have taken effect.
+	known := errors.Is(err, committer.ErrUnreachable) || (err == nil && resp.Error != nil && resp.Error.Code != committer.CodeStorage)
+	if err == nil {
+		if resp.Error != nil {
+			err = resp.Error
+		} else {
+			err = fmt.Errorf("committer: %d results for %d batches", len(resp.Batches), len(w.group))
+		}
+	}
+	p.mu.Lock()
+	p.commitErr = err
+	p.endWriteLocked(w.group, !known)
+	p.mu.Unlock()
+	p.c.directUntil = time.Now().Add(directFor)
+	p.c.stale = true
+	p.m.commitErrors.WithLabelValues("committer").Inc()
+	p.logRetry("committer failed, committing directly", err, "committer", url, "batches", len(w.group), "outcome_known", known)
+	return false
+}
+
+func (p *Producer) askCommitter(url string, req *committer.Request) (*committer.Response, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, committerTimeout)
+	defer cancel()
+	return p.c.client.Commit(ctx, url, req)
+}
+
+// request is the commit request of w's batches.
+func (p *Producer) request(w *write) *committer.Request {
+	req := &committer.Request{ManifestPath: p.cfg.ManifestPath, Generation: hex.EncodeToString(p.gen[:]), ProducerID: p.id}
+	chains := map[*Chain]int{}
+	for i, b := range w.group {
+		mb := &manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends}
+		var ids []int
+		if b.chained {
+			ids = make([]int, len(b.tickets))
+			for j, t := range b.tickets {
+				if t.chain == nil {
+					continue
+				}
+				id, ok := chains[t.chain]
+				if !ok {
+					id = len(chains) + 1
+					chains[t.chain] = id
+				}
+				ids[j] = id
+			}
+		}
+		req.Batches = append(req.Batches, committer.NewBatch(mb, w.skip[i], ids))
+	}
+	return req
+}
+
+// remoteSucceeded resolves w's batches from the committer's answer; a duplicate (committed
+// by an earlier request whose answer was lost) is resolved from its manifest entry.
+func (p *Producer) remoteSucceeded(w *write, resp *committer.Response) {
+	p.m.commits.Inc()
+	p.m.commitBatches.Observe(float64(len(w.group)))
+	var dups []*batch
+	p.mu.Lock()
+	p.commitErr = nil
+	for i, b := range w.group {
+		br := &resp.Batches[i]
+		if br.Duplicate {
+			dups = append(dups, b)
+			continue
+		}
+		if len(br.Appends) != len(b.tickets) {
+			p.resolveLocked(b, nil, Position{}, fmt.Errorf("%w: the committer answered %d results for %d appends", ErrPositionsUnavailable, len(br.Appends), len(b.tickets)))
+			continue
+		}
+		results := make([]manifest.AppendResult, len(br.Appends))
+		for k, a := range br.Appends {
+			results[k] = manifest.AppendResult{Start: a.Start, End: a.End}
+			if a.Rejection != nil {
+				results[k].Err = a.Rejection.Err()
+			}
+		}
+		p.resolveLocked(b, results, resp.Tail, nil)
+		p.recycleLocked(b)
+	}
+	p.mu.Unlock()
+	p.c.stale = true // the manifest moved on without us
+	if len(dups) > 0 && p.reload() {
+		p.c.stale = false
+		for _, b := range dups {
+			p.resolveFromEntry(b, p.c.snap.State)
+		}
+	}
+}
