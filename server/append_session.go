@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
@@ -55,6 +56,13 @@ func (s *Server) appendSession(q *request) {
 	defer s.sessions.WithLabelValues("s2s_append").Dec()
 	rc := http.NewResponseController(q.w)
 	_ = rc.EnableFullDuplex() // HTTP/1.1 only; HTTP/2 is always full duplex
+	body := &sessionBody{r: q.r.Body}
+	defer s.endBody(q, rc, body)
+	s.runAppendSession(q, rc, body)
+}
+
+// runAppendSession is appendSession's work, reading the request body through body.
+func (s *Server) runAppendSession(q *request, rc *http.ResponseController, body *sessionBody) {
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
 	q.w.Header().Set("Content-Type", ctS2S)
@@ -72,7 +80,9 @@ func (s *Server) appendSession(q *request) {
 	// before returning (the response controller is not to be used after that).
 	unblocked := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		_ = rc.SetReadDeadline(time.Now())
+		if !body.ended() { // past its end, net/http's own read of the connection is pending
+			_ = rc.SetReadDeadline(time.Now())
+		}
 		close(unblocked)
 	})
 	defer func() {
@@ -135,7 +145,7 @@ func (s *Server) appendSession(q *request) {
 	if ab, ok := s.b.(AsyncAppender); ok {
 		as = ab.OpenAppends()
 	}
-	fr := s2api.NewFrameReader(q.r.Body, s2api.MaxFrameBytes)
+	fr := s2api.NewFrameReader(body, s2api.MaxFrameBytes)
 	for {
 		f, err := fr.Next()
 		if err != nil {
@@ -167,4 +177,36 @@ func (s *Server) appendSession(q *request) {
 			return
 		}
 	}
+}
+
+// sessionBody is a session's request body, noting when a read reaches its end.
+type sessionBody struct {
+	r   io.Reader
+	eof atomic.Bool
+}
+
+func (b *sessionBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// ended reports whether a read reached the body's end.
+func (b *sessionBody) ended() bool { return b.eof.Load() }
+
+// endBody leaves nothing of the request body for net/http to read once the handler has
+// returned. On HTTP/1.1 in full duplex, net/http reads what a handler left of the body after
+// it returns, and if that read reaches the end it starts its background read of the
+// connection while it reads the next request: a panic ("invalid concurrent Body.Read call").
+// So the session reads what has already arrived of the rest itself, with a read deadline in
+// the past that makes every read of the connection fail at once, for net/http's too: the
+// end, if it has arrived, is reached here, and otherwise is not reached at all.
+func (s *Server) endBody(q *request, rc *http.ResponseController, body *sessionBody) {
+	if q.r.ProtoMajor != 1 || body.ended() {
+		return
+	}
+	_ = rc.SetReadDeadline(time.Now())
+	_, _ = io.Copy(io.Discard, body)
 }
