@@ -62,7 +62,8 @@ import (
 // "a/", so "a-b" comes before "a/b" and "a0" after it), reading each listed file's header for
 // its version. ModTime is the file's modification time (the store's own clock, not a version).
 // Temporary files older than an hour, left by crashed processes, are removed when a FileStore
-// is opened.
+// is opened. Once the directory is removed under a running process, every operation fails
+// with ErrNoBucket (cause ErrRootMissing): a vanished store is not an empty one.
 type FileStore struct {
 	root    string
 	tmpDir  string
@@ -190,6 +191,9 @@ func (s *FileStore) openObject(op, key string) (*os.File, ObjectInfo, error) {
 	f, err := os.Open(s.path(key))
 	if err != nil {
 		if isNotExist(err) {
+			if gone := s.rootGone(op, key); gone != nil {
+				return nil, ObjectInfo{}, gone
+			}
 			return nil, ObjectInfo{}, NewOpError(op, key, ErrNotFound, nil)
 		}
 		return nil, ObjectInfo{}, NewOpError(op, key, nil, err)
@@ -284,7 +288,7 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.Reader, size in
 	}
 	tmp, info, err := s.writeTemp(ctx, key, body, size)
 	if err != nil {
-		return ObjectInfo{}, NewOpError("put", key, nil, err)
+		return ObjectInfo{}, s.failure("put", key, err)
 	}
 	renamed := false
 	defer func() {
@@ -295,7 +299,7 @@ func (s *FileStore) Put(ctx context.Context, key string, body io.Reader, size in
 	}()
 	unlock, err := s.lock(key)
 	if err != nil {
-		return ObjectInfo{}, NewOpError("put", key, nil, err)
+		return ObjectInfo{}, s.failure("put", key, err)
 	}
 	defer unlock()
 	final := s.path(key)
@@ -534,7 +538,7 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 	}
 	unlock, err := s.lock(key)
 	if err != nil {
-		return NewOpError("delete", key, nil, err)
+		return s.failure("delete", key, err)
 	}
 	final := s.path(key)
 	err = syscall.Unlink(final)
@@ -568,6 +572,9 @@ func (s *FileStore) List(ctx context.Context, prefix, startAfter string, limit i
 	}
 	if err := ctx.Err(); err != nil {
 		return ListPage{}, NewOpError("list", prefix, nil, err)
+	}
+	if err := s.rootGone("list", prefix); err != nil {
+		return ListPage{}, err
 	}
 	limit = PageLimit(limit)
 	// Start at the deepest directory the prefix names. If that part of the prefix cannot be

@@ -160,10 +160,12 @@ func (e *libEnv) probe() error {
 	return err
 }
 
-// storeHint suggests a fix for a store error that says the S3 bucket does not exist or the
-// credentials were refused.
+// storeHint suggests a fix for a store error that says the S3 bucket (or the file store's
+// directory) does not exist or the credentials were refused.
 func storeHint(err error) string {
 	switch {
+	case errors.Is(err, objectstore.ErrRootMissing):
+		return " (the store's directory was removed while sluice ran)"
 	case errors.Is(err, objectstore.ErrNoBucket):
 		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
 	case errors.Is(err, objectstore.ErrAccessDenied):

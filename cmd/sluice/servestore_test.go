@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeNoticesAVanishedStore: `sluice serve --store ./d`, then ./d removed: /health
+// answers 503, and reads of a basin that was there are storage failures, not a missing basin.
+func TestServeNoticesAVanishedStore(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := startServeLogs(t, dir, nil, "--store", "./d")
+	do := apiCaller(t, base, "vanish-basin")
+	for _, c := range [][3]string{
+		{"POST", "/v1/basins", `{"basin":"vanish-basin"}`},
+		{"POST", "/v1/streams", `{"stream":"s"}`},
+		{"POST", "/v1/streams/s/records", `{"records":[{"body":"one"}]}`},
+	} {
+		if code, body := do(c[0], c[1], c[2]); code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", c[0], c[1], code, body)
+		}
+	}
+	if code, body := httpGet(t, base+"/health"); code != 200 {
+		t.Fatalf("/health before: %d %q", code, body)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := httpGet(t, base+"/health"); code != 503 || !strings.Contains(body, "store unavailable") {
+		t.Errorf("/health with the store's directory gone: %d %q, want 503 store unavailable", code, body)
+	}
+	for _, c := range [][3]string{
+		{"GET", "/v1/streams/s/records?seq_num=0", ""},
+		{"GET", "/v1/streams", ""},
+		{"POST", "/v1/basins", `{"basin":"other-basin"}`},
+	} {
+		if code, body := do(c[0], c[1], c[2]); code/100 != 5 || strings.Contains(body, "not_found") {
+			t.Errorf("%s %s with the store's directory gone: %d %s, want a storage failure", c[0], c[1], code, body)
+		}
+	}
+}
