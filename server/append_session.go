@@ -120,6 +120,7 @@ func (s *Server) runAppendSession(q *request, rc *http.ResponseController, body 
 						s.log.Debug("append session write failed", "err", err)
 					}
 				} else if ctx.Err() == nil {
+					s.logFailure(q.r, q.route, err)
 					_ = fw.write(s2api.TerminalErrorFrame(err))
 				}
 				if err != nil {

@@ -442,7 +442,9 @@ func (k *s2sSink) failWithin(err error, d time.Duration) {
 // write gets a second at most, so that a client that stopped reading does not hold up Close.
 func (s *Server) failClosing(q *request, sk sink) {
 	if s.ctx.Err() != nil && q.r.Context().Err() == nil {
-		sk.failWithin(&s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed}, min(s.opts.writeTimeout, time.Second))
+		err := &s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed}
+		s.logFailure(q.r, q.route, err)
+		sk.failWithin(err, min(s.opts.writeTimeout, time.Second))
 	}
 }
 
@@ -481,6 +483,7 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 		b, err := cur.Next(q.ctx, lim, false)
 		if err != nil {
 			if q.ctx.Err() == nil {
+				s.logFailure(q.r, q.route, err)
 				sk.fail(err)
 			} else {
 				s.failClosing(q, sk)
@@ -527,6 +530,7 @@ func (s *Server) readSession(q *request, req s2api.ReadRequest, cur ReadCursor, 
 						b = s2api.ReadBatch{}
 						continue
 					}
+					s.logFailure(q.r, q.route, err)
 					sk.fail(err)
 					return
 				}

@@ -50,11 +50,15 @@ It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--
   /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions);
              the same routes are also served without the /v1 prefix
   /health    200 "ok" while the store answers, 503 otherwise (with the store's error, or
-             with --auth-token only its class, the error going to the log)
+             with --auth-token only its class; the error goes to the log, at most once
+             a minute)
   /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
 --basin live in the root namespace (streams/).
+
+A 5xx answer hides its cause from the client (it may name keys, the bucket, request ids):
+the cause goes to the log, at error for a 500, at warn for a 503.
 
 With --auth-token (or SLUICE_AUTH_TOKEN) every API call must carry
 "Authorization: Bearer <token>"; /health and /metrics stay open.
@@ -205,13 +209,13 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		hctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if _, err := store.List(hctx, "", "", 1); err != nil {
+			// The error goes to the log at most once a minute, however often a prober asks.
+			if now, last := time.Now().UnixNano(), healthLogged.Load(); now-last >= int64(time.Minute) && healthLogged.CompareAndSwap(last, now) {
+				log.Warn("health check: store unavailable (logged at most once a minute)", slog.Any("err", err))
+			}
 			if f.authToken != "" {
 				// /health is open to all; with the API closed to strangers, its answer must
-				// not name the bucket, prefix or endpoint: the error goes to the log instead,
-				// at most once a minute however often a prober asks.
-				if now, last := time.Now().UnixNano(), healthLogged.Load(); now-last >= int64(time.Minute) && healthLogged.CompareAndSwap(last, now) {
-					log.Warn("health check: store unavailable (logged at most once a minute)", slog.Any("err", err))
-				}
+				// not name the bucket, prefix or endpoint.
 				http.Error(w, "store unavailable ("+objectstore.ErrorClass(err)+"; the daemon's log has the error)", http.StatusServiceUnavailable)
 				return
 			}
