@@ -591,3 +591,18 @@ func TestAppendCreateInBasin(t *testing.T) {
 		t.Fatalf("GET /v1/streams in the basin = %d %s, want the stream", resp.StatusCode, body)
 	}
 }
+
+// TestMissingStreamHintKeepsStoreAndBasin: the "create it with" hint names the --store and
+// --basin the command was given, so that following it creates the stream the command looked
+// for.
+func TestMissingStreamHintKeepsStoreAndBasin(t *testing.T) {
+	dir := t.TempDir()
+	sluiceOK(t, dir, "", nil, "stream", "create", "other", "--store", "./my store", "--basin", "hint-basin")
+	r := sluice(t, dir, "", nil, "read", "s", "--store", "./my store", "--basin", "hint-basin")
+	const want = "(create it with: sluice stream create s --store './my store' --basin hint-basin)"
+	if r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("read of a missing stream: exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+	sluiceOK(t, dir, "", nil, "stream", "create", "s", "--store", "./my store", "--basin", "hint-basin")
+	sluiceOK(t, dir, "", nil, "read", "s", "--store", "./my store", "--basin", "hint-basin")
+}

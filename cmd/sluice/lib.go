@@ -135,7 +135,11 @@ func (e *libEnv) streamErr(name string, err error) error {
 			// answers a missing object the same way.
 			return fmt.Errorf("%s: %w%s", e.where(name), perr, storeHint(perr))
 		}
+		// The hint creates the stream where this command looked: in its store and basin.
 		hint := "sluice stream create " + shellQuote(name)
+		if e.g.store != defaultStore {
+			hint += " --store " + shellQuote(redactURL(e.g.store))
+		}
 		if b := e.basinName(); b != "" {
 			hint += " --basin " + b
 		}
