@@ -20,7 +20,6 @@ import (
 
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
-	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/server"
 )
@@ -81,7 +80,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Var(newDurationValue(&f.flushInterval, engine.DefaultConfig().Producer.FlushInterval), "flush-interval", "how long a producer collects appends into one batch object")
 	fl.Var(newDurationValue(&f.deliveryTimeout, engine.DefaultDeliveryTimeout), "delivery-timeout", "how long after it arrives an append may wait to be committed (opening its stream, buffer space, upload and manifest write; not its time in the open batch) before it fails with 503 unavailable, nothing of it in the stream; one that waited over half of it to be handed to its stream's producer is refused then (one a manifest write may have committed waits for that write's outcome; 0: wait as long as the store is out)")
 	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
-	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
+	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -106,8 +105,8 @@ func (f *serveFlags) validate() error {
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
 	}
-	if f.gcGracePeriod < 2*time.Second || f.gcGracePeriod >= 2*manifest.ProducerExpiry {
-		errs = append(errs, fmt.Errorf("invalid value %v for --gc-grace-period: must be at least 2s and less than %v (producers give up on an upload after half of it, which must stay under the %v a silent producer keeps its row)", f.gcGracePeriod, 2*manifest.ProducerExpiry, manifest.ProducerExpiry))
+	if _, err := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -158,8 +157,8 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Producer.DeliveryTimeout = f.deliveryTimeout
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
-	if !f.noGC {
-		warnShortGrace(log, "--gc-grace-period", f.gcGracePeriod)
+	if warning, _ := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); warning != "" && !f.noGC {
+		log.Warn(warning)
 	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
