@@ -443,7 +443,7 @@ func decodeJSON(b []byte, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return &s2api.Error{Code: s2api.CodeBadJSON, Message: err.Error(), Err: err}
+		return s2api.BadJSON("request body", err)
 	}
 	return nil
 }
