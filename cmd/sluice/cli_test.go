@@ -437,7 +437,8 @@ func TestMissingStreamAndBadInput(t *testing.T) {
 func TestHelpIsAccurate(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string][]string{
-		"":              {"append", "read", "consume", "gc", "tail", "stream", "fence", "trim", "inspect", "serve", "--store", "SLUICE_"},
+		"":              {"append", "read", "consume", "gc", "tail", "stream", "fence", "trim", "inspect", "serve", "version", "--version", "--store", "SLUICE_"},
+		"version":       {"VCS revision", "--version"},
 		"append":        {"--format", "raw, json or base64", "--fencing-token", "--match-seq-num", "--basin", "--progress", "1000 records", "1 MiB", `"start"`},
 		"stream":        {"create", "list", "delete", "config"},
 		"stream create": {"--retention-age", "--retention-infinite", "--timestamping-mode", "--timestamping-uncapped", "--delete-on-empty-min-age"},
