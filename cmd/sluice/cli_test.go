@@ -607,3 +607,49 @@ func TestMissingStreamHintKeepsStoreAndBasin(t *testing.T) {
 	sluiceOK(t, dir, "", nil, "stream", "create", "s", "--store", "./my store", "--basin", "hint-basin")
 	sluiceOK(t, dir, "", nil, "read", "s", "--store", "./my store", "--basin", "hint-basin")
 }
+
+// TestCopyExampleKeepsRecords runs the append help's copy example, read with --skip-commands
+// piped to append: a trim (or fence) record replayed into the copy would act there, and trim
+// away records that are readable in the source.
+func TestCopyExampleKeepsRecords(t *testing.T) {
+	if ex := newAppendCmd(&globals{}).Example; !strings.Contains(ex, "sluice read src --format base64 --skip-commands | sluice append copy --format base64") {
+		t.Fatalf("append's copy example changed: %s", ex)
+	}
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "src")
+	c.ok("", "stream", "create", "copy")
+	c.ok("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", "append", "src")
+	c.ok("", "trim", "src", "5")
+	c.ok("11\n12\n", "append", "src")
+	want := c.ok("", "read", "src", "--format", "raw", "--skip-commands").stdout
+	dump := c.ok("", "read", "src", "--format", "base64", "--skip-commands").stdout
+	c.ok(dump, "append", "copy", "--format", "base64")
+	if got := c.ok("", "read", "copy", "--format", "raw").stdout; got != want {
+		t.Fatalf("copy made as append's help says:\nsrc readable:  %q\ncopy readable: %q", want, got)
+	}
+}
+
+// TestJSONNullsRejected: a line "null", a null body and a null header value are not
+// records; append refuses them, naming the line, instead of appending empty ones.
+func TestJSONNullsRejected(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "s")
+	for _, line := range []string{"null", `{"body":null}`, `{"headers":[["a",null]]}`, `[1]`} {
+		r := c.run(line+"\n", "append", "s", "--format", "json")
+		if r.code == 0 || !strings.Contains(r.stderr, "stdin line 1") {
+			t.Fatalf("append --format json of %s: exit %d, stdout %q, stderr %q; want an error naming stdin line 1", line, r.code, r.stdout, r.stderr)
+		}
+	}
+	if out := c.ok("", "read", "s", "--format", "raw").stdout; out != "" {
+		t.Fatalf("records appended from refused lines: %q", out)
+	}
+}
+
+// TestNewStreamNamesAreUTF8: the commands that create a stream apply the HTTP API's name rule
+// (UTF-8, no NUL; a NUL cannot reach a command line), so that stream list's JSON names every
+// stream it lists.
+func TestNewStreamNamesAreUTF8(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.fails("", []string{"invalid stream name", "UTF-8"}, "stream", "create", "a\xffb")
+	c.fails("x\n", []string{"invalid stream name", "UTF-8"}, "append", "a\xffb", "--create")
+}

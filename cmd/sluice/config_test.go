@@ -207,3 +207,25 @@ func compactJSON(t *testing.T, s string) string {
 	}
 	return b.String()
 }
+
+// README: "the first one found wins" (command line, then environment, then config file). A
+// start position from the config file or the environment still conflicts with a different
+// start flag given on the command line, and the error does not say where the other came from.
+func TestCommandLineStartBeatsConfigAndEnv(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "s")
+	c.ok("a\nb\nc\n", "append", "s")
+	cfg := filepath.Join(c.dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("seq-num: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("", "read", "s", "--tail-offset", "1", "--format", "raw", "--config", cfg)
+	if r.code != 0 || r.stdout != "c\n" {
+		t.Errorf("read --tail-offset 1 with seq-num in the config file: exit %d, stdout %q, stderr %q; want \"c\\n\"", r.code, r.stdout, r.stderr)
+	}
+	c.env = []string{"SLUICE_TAIL_OFFSET=1"}
+	r = c.run("", "read", "s", "--seq-num", "0", "--format", "raw")
+	if r.code != 0 || r.stdout != "a\nb\nc\n" {
+		t.Errorf("read --seq-num 0 with SLUICE_TAIL_OFFSET=1: exit %d, stdout %q, stderr %q; want all three records", r.code, r.stdout, r.stderr)
+	}
+}

@@ -302,3 +302,39 @@ func apiCaller(t *testing.T, base, basin string) func(method, path, body string)
 		return resp.StatusCode, string(b)
 	}
 }
+
+// A --store path that does not exist (a typo) is not an error for read-only commands: they
+// create the directory and report an empty store.
+func TestMissingStoreDirectoryIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "no-such-store")
+	for _, args := range [][]string{
+		{"stream", "list", "--store", typo},
+		{"gc", "--once", "--store", typo},
+	} {
+		r := sluice(t, dir, "", nil, args...)
+		_, statErr := os.Stat(typo)
+		if r.code == 0 || statErr == nil {
+			t.Errorf("sluice %q: exit %d, stdout %q, stderr %q, directory created: %v; want an error naming the missing directory and nothing created",
+				args, r.code, r.stdout, r.stderr, statErr == nil)
+		}
+		_ = os.RemoveAll(typo)
+	}
+}
+
+// README: "Exit status ... 1 on any failure, with one line `sluice: <what went wrong>` on
+// stderr". Errors joined with errors.Join span several lines, the later ones without the
+// "sluice:" prefix.
+func TestErrorsAreOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"consume", "s"},
+		{"serve", "--shutdown-timeout", "0", "--gc-interval", "0"},
+		{"stream", "create", "s", "--retention-age", "500ms", "--delete-on-empty-min-age", "1500ms"},
+	} {
+		r := sluice(t, dir, "", nil, args...)
+		if r.code == 0 || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") != 0 {
+			t.Errorf("sluice %q: exit %d, stderr %q; want one line", args, r.code, r.stderr)
+		}
+	}
+}
