@@ -642,7 +642,7 @@ func TestEncoderPayloadAligned(t *testing.T) {
 // TestEncoderPayloadAlignedAfterLongAppendHeader: the payload stays aligned when an append
 // header (up to 68 bytes, with match_seq_num and a 48-byte fencing token) is the write that
 // outgrows the buffer: after an Add only kernelSlack (64) bytes of room are sure to be left.
-// (Found by a review: a plain append there reallocated the buffer unaligned.)
+// (A plain append there would reallocate the buffer unaligned.)
 func TestEncoderPayloadAlignedAfterLongAppendHeader(t *testing.T) {
 	e := NewEncoder(CompressionNone)
 	aligned := func(what string) {

@@ -119,8 +119,8 @@ func TestDeliveryTimeoutCountsTheOpen(t *testing.T) {
 // too: an append that fails on its first producer with ErrGenerationChanged late (the
 // stream was deleted and created again by another daemon while the store was slow) is told
 // of its failure within the delivery timeout of its arrival. (producer.New bounds its open
-// by a whole timeout from its own start, and the first version of the arrival-based bound
-// told this append at 1.5 timeouts, past the S2 SDKs' 5 s resend: found by review.)
+// by a whole timeout from its own start: bounded so, this append would be told at 1.5
+// timeouts, past the S2 SDKs' 5 s resend.)
 func TestDeliveryTimeoutRetryKeepsTheArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

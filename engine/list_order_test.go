@@ -39,7 +39,7 @@ func listGet(t *testing.T, env *servertest.Env, path string) []byte {
 	return b
 }
 
-// TestListStreamsLexicographicStartAfter (from a review): S2-API.md: "list streams | `GET /streams?prefix&start_after&limit` | 200 `{streams, has_more}`",
+// TestListStreamsLexicographicStartAfter: S2-API.md: "list streams | `GET /streams?prefix&start_after&limit` | 200 `{streams, has_more}`",
 // and "The SDK's installed package (`dist/`, `.d.ts`, …) is the authority where this page is
 // unclear"; the SDK's types.gen.d.ts documents start_after as "Filter to streams whose names
 // lexicographically start after this string." Seed 003 encourages such names: "Stream names can

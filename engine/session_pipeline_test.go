@@ -15,8 +15,8 @@ import (
 // TestAppendSessionPipelines: an append session hands its inputs to the producer as they
 // arrive rather than one commit round trip each, so that many pipelined inputs (as S2's
 // clients send them, waiting at most 5 s for each ack) commit in a few manifest writes and
-// are acknowledged in order. Before, 800 single-record inputs took 800 commits, one flush
-// interval apart (ack 446 came after 5 s; found by a review).
+// are acknowledged in order, not one commit per input, a flush interval apart (800
+// single-record inputs would take 800 commits, and ack 446 come after 5 s).
 func TestAppendSessionPipelines(t *testing.T) {
 	var e *Engine
 	env := servertest.Start(t, func(t testing.TB) server.Backend {

@@ -15,8 +15,8 @@ import (
 // TestAppendAsyncRetriesOnFreshProducer: AppendAsync, like Append, means to retry a
 // handover refused with ErrGenerationChanged (or producer.ErrClosed) once on a fresh producer,
 // so the first input of an append session succeeds where a unary append in the same state
-// does. (Found by a review: the refusal marked the chain failed, and the retry was refused
-// with ErrPrecedingAppendFailed.)
+// does (the refusal must not mark the chain failed, which would refuse the retry with
+// ErrPrecedingAppendFailed).
 //
 // The state: the stream was deleted and created again by another engine on the same store;
 // this engine's cached producer learnt it from an append whose caller had gone (its wait

@@ -774,7 +774,7 @@ func TestConfigValidate(t *testing.T) {
 
 // TestFullPassAfterBoundedPass: a FullPass examines every object even after a bounded Pass
 // left the listings mid-way: orphans that were young during the bounded pass, and are old
-// now, all go. (Found by a review: FullPass resumed from the bounded pass's cursor.)
+// now, all go (FullPass must not resume from the bounded pass's cursor).
 func TestFullPassAfterBoundedPass(t *testing.T) {
 	ctx := context.Background()
 	fs := newFaultStore(objectstore.NewMemStore(), t0)

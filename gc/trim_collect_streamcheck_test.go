@@ -11,7 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// TestStreamcheckAfterTrimCollected (from a review): the collector deletes the objects of
+// TestStreamcheckAfterTrimCollected: the collector deletes the objects of
 // entries wholly below the trim point while the entries stay (here for KeepRecent); the
 // tests' own reader (internal/streamcheck) skips them as package consumer does, and does not
 // report their keys as referenced.

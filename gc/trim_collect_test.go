@@ -12,7 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// TestSessionAcrossTrimAndCollection (from a review): a following session opened at seq_num 0
+// TestSessionAcrossTrimAndCollection: a following session opened at seq_num 0
 // before a trim into a kept segment keeps reading after the collector deleted the objects
 // below the trim point: it skips them and continues at the trim point, with no gap after it.
 func TestSessionAcrossTrimAndCollection(t *testing.T) {

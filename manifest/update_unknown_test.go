@@ -50,7 +50,7 @@ func (s *landThenUnknown) Get(ctx context.Context, key string, opts objectstore.
 	return s.Store.Get(ctx, key, opts)
 }
 
-var reviewFastBackoff = Backoff{Initial: time.Microsecond, Max: time.Microsecond, Multiplier: 1}
+var fastUnknownBackoff = Backoff{Initial: time.Microsecond, Max: time.Microsecond, Multiplier: 1}
 
 // TestUpdateNonceWindowNeverAppliesTwice: Update's write lands but its outcome is reported
 // unknown; before Update reloads, 32 writes of other writers land (a busy stream: many
@@ -72,7 +72,7 @@ func TestUpdateNonceWindowNeverAppliesTwice(t *testing.T) {
 		}
 	}
 	fs := &landThenUnknown{Store: mem, key: "m", between: others}
-	snap, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(reviewFastBackoff))
+	snap, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(fastUnknownBackoff))
 	final, lerr := Load(ctx, mem, "m")
 	if lerr != nil {
 		t.Fatal(lerr)
@@ -94,7 +94,7 @@ func TestUpdateUnknownThenReloadFailsKeepsOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := &landThenUnknown{Store: mem, key: "m", failGets: true}
-	_, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(reviewFastBackoff))
+	_, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(fastUnknownBackoff))
 	final, lerr := Load(ctx, mem, "m")
 	if lerr != nil {
 		t.Fatal(lerr)

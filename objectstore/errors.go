@@ -34,11 +34,11 @@ var (
 	// manifest's writers retry without a word: a plain failure, which they log and count,
 	// and retry in case the server repairs itself.
 	ErrInconsistent = errors.New("objectstore: the store contradicts itself")
-	// ErrNoBucket: the S3 bucket does not exist. Not ErrNotFound, so that a missing bucket
-	// is never taken for a missing object (a stream that was never created, say). A HEAD
-	// cannot tell the two apart (its 404 has no body), so Head, and a Get of an empty range
-	// (made with a HEAD), report ErrNotFound either way; Get, Put, Delete and List report
-	// ErrNoBucket.
+	// ErrNoBucket: the S3 bucket does not exist, or a file store's directory is gone. Not
+	// ErrNotFound, so that a missing bucket is never taken for a missing object (a stream
+	// that was never created, say). On S3 a HEAD cannot tell the two apart (its 404 has no
+	// body), so Head, and a Get of an empty range (made with a HEAD), report ErrNotFound
+	// either way; Get, Put, Delete and List report ErrNoBucket.
 	ErrNoBucket = errors.New("objectstore: bucket does not exist")
 	// ErrAccessDenied: the store refused the credentials or the operation (S3's 403:
 	// AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch...). Nothing was applied.

@@ -46,7 +46,12 @@ func (p *RetentionPolicy) UnmarshalJSON(b []byte) error {
 		return errors.New("retention_policy must have exactly one of age and infinite")
 	case hasAge:
 		*p = RetentionPolicy{}
-		return json.Unmarshal(age, &p.AgeSecs)
+		err := json.Unmarshal(age, &p.AgeSecs)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			te.Field = "age" // the decoder puts the path to retention_policy before it
+		}
+		return err
 	case hasInf:
 		if !bytes.HasPrefix(bytes.TrimSpace(inf), []byte("{")) {
 			return errors.New("retention_policy.infinite must be an object")
@@ -268,7 +273,7 @@ func DecodeStreamConfigJSON(data []byte) (StreamConfig, error) {
 		return c, nil
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return c, &Error{Code: CodeBadJSON, Message: "stream config: " + err.Error(), Err: err}
+		return c, BadJSON("stream config", err)
 	}
 	if err := c.Validate(); err != nil {
 		return c, err
@@ -372,7 +377,7 @@ func DecodeBasinReconfigurationJSON(data []byte) (BasinReconfiguration, error) {
 		return r, nil
 	}
 	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return r, &Error{Code: CodeBadJSON, Message: "basin reconfiguration: " + err.Error(), Err: err}
+		return r, BadJSON("basin reconfiguration", err)
 	}
 	nulls := nullFields(trimmed, fieldDefaultStreamConf, "create_stream_on_append", "create_stream_on_read")
 	isNull := func(k string) bool { return slices.Contains(nulls, k) }
@@ -404,7 +409,7 @@ func DecodeEnsureStreamBody(pathName string, data []byte) (StreamConfig, error) 
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &probe); err != nil {
-		return StreamConfig{}, &Error{Code: CodeBadJSON, Message: "stream body: " + err.Error(), Err: err}
+		return StreamConfig{}, BadJSON("stream body", err)
 	}
 	_, hasStream := probe["stream"]
 	_, hasConfig := probe["config"]
@@ -413,7 +418,7 @@ func DecodeEnsureStreamBody(pathName string, data []byte) (StreamConfig, error) 
 	}
 	var req CreateStreamRequest
 	if err := json.Unmarshal(trimmed, &req); err != nil {
-		return StreamConfig{}, &Error{Code: CodeBadJSON, Message: "stream body: " + err.Error(), Err: err}
+		return StreamConfig{}, BadJSON("stream body", err)
 	}
 	if hasStream && req.Stream != pathName {
 		return StreamConfig{}, Errorf(CodeInvalid, "body names stream %q but the path names %q", req.Stream, pathName)

@@ -176,7 +176,7 @@ func DecodeAppendInputJSON(data []byte, f Format) (batchfmt.AppendInput, error) 
 	var in jsonAppendInput
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&in); err != nil {
-		return batchfmt.AppendInput{}, &Error{Code: CodeBadJSON, Message: "append body: " + err.Error(), Err: err}
+		return batchfmt.AppendInput{}, BadJSON("append body", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return batchfmt.AppendInput{}, &Error{Code: CodeBadJSON, Message: "append body: trailing data after the JSON value"}
@@ -266,7 +266,7 @@ func DecodeReadBatchJSON(data []byte, f Format) (ReadBatch, error) {
 		Tail *StreamPosition `json:"tail"`
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
-		return ReadBatch{}, &Error{Code: CodeBadJSON, Message: "read batch: " + err.Error(), Err: err}
+		return ReadBatch{}, BadJSON("read batch", err)
 	}
 	out := ReadBatch{Tail: in.Tail, Records: make([]SequencedRecord, len(in.Records))}
 	for i, r := range in.Records {

@@ -31,7 +31,9 @@
 //
 // Errors before a session starts are HTTP statuses with S2's bodies (s2api.ErrorResponse).
 // Once an S2S session has started, an error is a terminal frame (status + JSON body); once an
-// SSE session has started, an "error" event (which the SDK retries).
+// SSE session has started, an "error" event (which the SDK retries). Every 5xx is logged
+// once, with its cause, through WithLogger's logger (Error for a 500, Warn for the others);
+// the answer hides the cause.
 //
 // # Sessions
 //

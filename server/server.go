@@ -178,10 +178,11 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 	}
 }
 
-// statusWriter records the status for metrics.
+// statusWriter records the status for metrics, and the error writeError sent for the log.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	err    error
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -216,7 +217,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		writeError(w, &s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed})
+		err := &s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed}
+		writeError(w, err)
+		s.logFailure(r, "unknown", err)
 		return
 	}
 	s.wg.Add(1)
@@ -236,6 +239,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			st = http.StatusOK
 		}
 		s.requests.WithLabelValues(req.route, strconv.Itoa(st)).Inc()
+		if st >= 500 && sw.err != nil {
+			s.logFailure(r, req.route, sw.err)
+		}
 	}()
 
 	// Unary calls get whole-request deadlines (a long poll may wait up to MaxWaitSecs); the
@@ -397,9 +403,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-// writeError sends err as S2 does (see s2api.ErrorResponse).
+// writeError sends err as S2 does (see s2api.ErrorResponse). ServeHTTP logs it if it is a
+// 5xx (see logFailure).
 func writeError(w http.ResponseWriter, err error) {
 	status, body := s2api.ErrorResponse(err)
+	if sw, ok := w.(*statusWriter); ok {
+		sw.err = err
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -433,7 +443,25 @@ func decodeJSON(b []byte, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return &s2api.Error{Code: s2api.CodeBadJSON, Message: err.Error(), Err: err}
+		return s2api.BadJSON("request body", err)
 	}
 	return nil
+}
+
+// logFailure logs a 5xx answer with its cause, which its body hides from the client (a
+// storage error's keys, bucket and request ids): at Error for a 500, at Warn for the others
+// (503 unavailable, 504 timeouts). Errors that are not 5xx are the client's and are not logged.
+// Every 5xx is logged once: unary answers by ServeHTTP, sessions' error frames and events
+// where they are sent.
+func (s *Server) logFailure(r *http.Request, route string, err error) {
+	status, _ := s2api.ErrorResponse(err)
+	if status < 500 {
+		return
+	}
+	level := slog.LevelWarn
+	if status == http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "route", route,
+		"status", status, "err", err)
 }

@@ -39,8 +39,8 @@ func (s stuckSession) Append(ctx context.Context, basin, stream string, in batch
 }
 
 // TestAppendSessionInFlightBound: an append session hands at most 256 inputs to the backend
-// before their acks are written, however many the client sends (a review counted 258: the
-// reader handed an input over before it had room to queue its wait).
+// before their acks are written, however many the client sends (not 258, as when the reader
+// handed an input over before it had room to queue its wait).
 func TestAppendSessionInFlightBound(t *testing.T) {
 	const bound = 256
 	b := &stuckAppends{Backend: memtest.New(nil), received: make(chan struct{}, 4*bound)}

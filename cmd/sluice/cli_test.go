@@ -440,7 +440,8 @@ func TestMissingStreamAndBadInput(t *testing.T) {
 func TestHelpIsAccurate(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string][]string{
-		"":              {"append", "read", "consume", "gc", "tail", "stream", "fence", "trim", "inspect", "serve", "--store", "SLUICE_"},
+		"":              {"append", "read", "consume", "gc", "tail", "stream", "fence", "trim", "inspect", "serve", "version", "--version", "--store", "SLUICE_"},
+		"version":       {"VCS revision", "--version"},
 		"append":        {"--format", "raw, json or base64", "--fencing-token", "--match-seq-num", "--basin", "--progress", "1000 records", "1 MiB", `"start"`},
 		"stream":        {"create", "list", "delete", "config"},
 		"stream create": {"--retention-age", "--retention-infinite", "--timestamping-mode", "--timestamping-uncapped", "--delete-on-empty-min-age"},
@@ -593,4 +594,65 @@ func TestAppendCreateInBasin(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"logs"`) {
 		t.Fatalf("GET /v1/streams in the basin = %d %s, want the stream", resp.StatusCode, body)
 	}
+}
+
+// TestMissingStreamHintKeepsStoreAndBasin: the "create it with" hint names the --store and
+// --basin the command was given, so that following it creates the stream the command looked
+// for.
+func TestMissingStreamHintKeepsStoreAndBasin(t *testing.T) {
+	dir := t.TempDir()
+	sluiceOK(t, dir, "", nil, "stream", "create", "other", "--store", "./my store", "--basin", "hint-basin")
+	r := sluice(t, dir, "", nil, "read", "s", "--store", "./my store", "--basin", "hint-basin")
+	const want = "(create it with: sluice stream create s --store './my store' --basin hint-basin)"
+	if r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("read of a missing stream: exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+	sluiceOK(t, dir, "", nil, "stream", "create", "s", "--store", "./my store", "--basin", "hint-basin")
+	sluiceOK(t, dir, "", nil, "read", "s", "--store", "./my store", "--basin", "hint-basin")
+}
+
+// TestCopyExampleKeepsRecords runs the append help's copy example, read with --skip-commands
+// piped to append: a trim (or fence) record replayed into the copy would act there, and trim
+// away records that are readable in the source.
+func TestCopyExampleKeepsRecords(t *testing.T) {
+	if ex := newAppendCmd(&globals{}).Example; !strings.Contains(ex, "sluice read src --format base64 --skip-commands | sluice append copy --format base64") {
+		t.Fatalf("append's copy example changed: %s", ex)
+	}
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "src")
+	c.ok("", "stream", "create", "copy")
+	c.ok("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", "append", "src")
+	c.ok("", "trim", "src", "5")
+	c.ok("11\n12\n", "append", "src")
+	want := c.ok("", "read", "src", "--format", "raw", "--skip-commands").stdout
+	dump := c.ok("", "read", "src", "--format", "base64", "--skip-commands").stdout
+	c.ok(dump, "append", "copy", "--format", "base64")
+	if got := c.ok("", "read", "copy", "--format", "raw").stdout; got != want {
+		t.Fatalf("copy made as append's help says:\nsrc readable:  %q\ncopy readable: %q", want, got)
+	}
+}
+
+// TestJSONNullsRejected: a line "null", a null body and a null header value are not
+// records; append refuses them, naming the line, instead of appending empty ones.
+func TestJSONNullsRejected(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "s")
+	for _, line := range []string{"null", `{"body":null}`, `{"headers":[["a",null]]}`, `[1]`} {
+		r := c.run(line+"\n", "append", "s", "--format", "json")
+		if r.code == 0 || !strings.Contains(r.stderr, "stdin line 1") {
+			t.Fatalf("append --format json of %s: exit %d, stdout %q, stderr %q; want an error naming stdin line 1", line, r.code, r.stdout, r.stderr)
+		}
+	}
+	if out := c.ok("", "read", "s", "--format", "raw").stdout; out != "" {
+		t.Fatalf("records appended from refused lines: %q", out)
+	}
+}
+
+// TestNewStreamNamesAreUTF8: the commands that create a stream apply the HTTP API's name rule
+// (UTF-8, no NUL; a NUL cannot reach a command line), so that stream list's JSON names every
+// stream it lists.
+func TestNewStreamNamesAreUTF8(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.fails("", []string{"invalid stream name", "UTF-8"}, "stream", "create", "a\xffb")
+	c.fails("x\n", []string{"invalid stream name", "UTF-8"}, "append", "a\xffb", "--create")
 }

@@ -22,8 +22,8 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// applyConfig fills every flag of cmd that was not given on the command line from the
-// environment, then from the YAML config file. Errors name the flag and where the bad value came
+// applyConfig fills every flag of cmd that was not given on the command line (and is not
+// marked command-line only) from the environment, then from the YAML config file. Errors name the flag and where the bad value came
 // from.
 func applyConfig(cmd *cobra.Command) error {
 	fileVals := map[string]yaml.Node{}
@@ -53,7 +53,7 @@ func applyConfig(cmd *cobra.Command) error {
 	set := map[string]bool{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { set[f.Name] = excludes(f) })
 	skip := func(f *pflag.Flag) bool {
-		return f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, set)
+		return f.Changed || f.Name == "config" || f.Name == "help" || excludedBy(f, set) || f.Annotations[cmdLineOnlyAnnotation] != nil
 	}
 	var fromEnv []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -96,6 +96,23 @@ func applyConfig(cmd *cobra.Command) error {
 // --retention-age that the environment or the file may give).
 func excludes(f *pflag.Flag) bool {
 	return f.Value.Type() != "bool" || f.Value.String() != "false"
+}
+
+// cmdLineOnlyAnnotation marks flags that take a value from the command line only, never from
+// the environment or the --config file (see markCmdLineOnly).
+const cmdLineOnlyAnnotation = "sluice_cmdline_only"
+
+// markCmdLineOnly makes the named flags of cmd take values from the command line only: flags
+// whose mere presence makes the command write (stream config's settings), which a shared
+// environment or config file must not turn on.
+func markCmdLineOnly(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		f := cmd.Flags().Lookup(n)
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[cmdLineOnlyAnnotation] = []string{"true"}
+	}
 }
 
 // exclusiveAnnotation marks flags that exclude each other where the command reports the

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -154,4 +156,76 @@ func TestAppendInterrupted(t *testing.T) {
 			t.Fatalf("tail = %v", tl)
 		}
 	})
+}
+
+// Showing a stream's config never writes it: stream config takes its settings from the
+// command line only, not from SLUICE_* variables or a shared --config file.
+func TestStreamConfigShowingNeverWrites(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("retention-age: 2d\ntimestamping-mode: arrival\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sluiceOK(t, dir, "", nil, "stream", "create", "s", "--store", "./d")
+	manifest := filepath.Join(dir, "d", "streams", "s", "manifest")
+	before, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"SLUICE_RETENTION_AGE=1d"}, nil},
+		{[]string{"SLUICE_QUEUE_MODE=true", "SLUICE_DELETE_ON_EMPTY_MIN_AGE=1h"}, nil},
+		{nil, []string{"--config", cfg}},
+	} {
+		out := compactJSON(t, sluiceOK(t, dir, "", run.env, append([]string{"stream", "config", "s", "--store", "./d"}, run.args...)...))
+		if !strings.Contains(out, `"retention_policy":{"infinite":{}}`) || strings.Contains(out, "arrival") {
+			t.Errorf("stream config with %v %v shows %s, want the stream's own config", run.env, run.args, out)
+		}
+		after, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("stream config with %v %v wrote the manifest", run.env, run.args)
+		}
+	}
+	// Flags on the command line change it, and only them.
+	out := compactJSON(t, sluiceOK(t, dir, "", []string{"SLUICE_TIMESTAMPING_MODE=arrival"}, "stream", "config", "s", "--store", "./d", "--retention-age", "1d", "--config", cfg))
+	if !strings.Contains(out, `"retention_policy":{"age":86400}`) || strings.Contains(out, "arrival") {
+		t.Errorf("stream config --retention-age 1d shows %s", out)
+	}
+}
+
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, s)
+	}
+	return b.String()
+}
+
+// README: "the first one found wins" (command line, then environment, then config file). A
+// start position from the config file or the environment still conflicts with a different
+// start flag given on the command line, and the error does not say where the other came from.
+func TestCommandLineStartBeatsConfigAndEnv(t *testing.T) {
+	c := newCLI(t, backend{name: "file"})
+	c.ok("", "stream", "create", "s")
+	c.ok("a\nb\nc\n", "append", "s")
+	cfg := filepath.Join(c.dir, "sluice.yaml")
+	if err := os.WriteFile(cfg, []byte("seq-num: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("", "read", "s", "--tail-offset", "1", "--format", "raw", "--config", cfg)
+	if r.code != 0 || r.stdout != "c\n" {
+		t.Errorf("read --tail-offset 1 with seq-num in the config file: exit %d, stdout %q, stderr %q; want \"c\\n\"", r.code, r.stdout, r.stderr)
+	}
+	c.env = []string{"SLUICE_TAIL_OFFSET=1"}
+	r = c.run("", "read", "s", "--seq-num", "0", "--format", "raw")
+	if r.code != 0 || r.stdout != "a\nb\nc\n" {
+		t.Errorf("read --seq-num 0 with SLUICE_TAIL_OFFSET=1: exit %d, stdout %q, stderr %q; want all three records", r.code, r.stdout, r.stderr)
+	}
 }

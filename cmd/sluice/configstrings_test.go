@@ -32,3 +32,15 @@ func TestConfigFileKeepsStringValues(t *testing.T) {
 		t.Errorf("stream list with prefix: 1e3 from --config printed %q, want the stream 1e3-stream", r.stdout)
 	}
 }
+
+// A number of days that overflows a time.Duration is reported as a garbage (negative or
+// fractional) duration instead of the value given.
+func TestHugeDayDurationIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, flag := range []string{"--retention-age", "--delete-on-empty-min-age"} {
+		r := sluice(t, dir, "", nil, "stream", "create", "s", flag, "999999d")
+		if r.code == 0 || !strings.Contains(r.stderr, "999999d") || strings.Contains(r.stderr, "-1620501h") {
+			t.Errorf("stream create %s 999999d: exit %d, stderr %q; want an error naming 999999d (too large)", flag, r.code, r.stderr)
+		}
+	}
+}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
 )
@@ -67,7 +67,7 @@ objects past --max-deletes wait for the next pass). It exits 1 if any pass faile
 	def := gc.DefaultConfig()
 	fl := cmd.Flags()
 	fl.BoolVar(&f.once, "once", false, "run one pass over every stream and exit (required)")
-	fl.Var(newDurationValue(&f.gracePeriod, def.GracePeriod), "grace-period", "delete unreferenced objects only when older than this (by the store's clock)")
+	fl.Var(newDurationValue(&f.gracePeriod, def.GracePeriod), "grace-period", "delete unreferenced objects only when older than this (by the store's clock; "+gracePeriodHelp+")")
 	fl.Var(newDurationValue(&f.keepRecent, def.KeepRecent), "keep-recent", "keep entries this long after their arrival even when retention covers them")
 	fl.IntVar(&f.maxList, "max-list", def.MaxListPerPass, "objects listed per round (a pass lists every object of a stream, round after round)")
 	fl.IntVar(&f.maxDeletes, "max-deletes", def.MaxDeletesPerPass, "most objects deleted per stream")
@@ -91,8 +91,9 @@ type gcReportJSON struct {
 func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	ctx := cmd.Context()
 	var errs []error
-	if f.gracePeriod <= 0 {
-		errs = append(errs, fmt.Errorf("invalid value %v for --grace-period: must be positive", f.gracePeriod))
+	warnGrace, err := checkGracePeriod("--grace-period", f.gracePeriod)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if f.keepRecent < 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --keep-recent: must not be negative", f.keepRecent))
@@ -117,7 +118,9 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	}
 	defer e.close()
 	cfg.Logger = e.log
-	warnShortGrace(e.log, "--grace-period", f.gracePeriod)
+	if warnGrace != "" {
+		e.log.Warn(warnGrace)
+	}
 	col, err := gc.NewCollector(e.store, cfg)
 	if err != nil {
 		return fmt.Errorf("invalid gc flags: %w", err)
@@ -166,12 +169,21 @@ func gcStreams(ctx context.Context, store objectstore.Store) ([]catalog.Stream, 
 	return append(all, gone...), nil
 }
 
-// warnShortGrace warns when a grace period is shorter than twice the default commit deadline
-// of producers (the CLI's, the library's): the collector may then delete an upload that such
-// a producer, slowed down, still commits afterwards. Every producer on the store must give up
-// on an upload after less than half the grace period (serve's own do).
-func warnShortGrace(log *slog.Logger, flag string, grace time.Duration) {
-	if d := producer.DefaultConfig().CommitDeadline; grace < 2*d {
-		log.Warn(fmt.Sprintf("%s %v is shorter than twice the producers' default commit deadline (%v): a producer with that default (sluice append, fence and trim; a program using the library with defaults; a daemon with a longer --gc-grace-period) may still commit an upload the collector deleted; use it only where every producer on the store gives up on an upload after less than half of it", flag, grace, d))
+// gracePeriodHelp is checkGracePeriod's rule, for the flags' help.
+const gracePeriodHelp = "more than 0 and less than 48h; below 10m it warns"
+
+// checkGracePeriod is the one rule for a grace period of the collector, gc's --grace-period
+// and serve's --gc-grace-period alike. It refuses one that is not positive, or not under twice
+// the producer table's expiry (a daemon's producers give up on an upload after half the grace
+// period, which must stay under the expiry). It returns a warning for one shorter than twice
+// the producers' default commit deadline (the CLI's, the library's): the collector may then
+// delete an upload that such a producer, slowed down, still commits afterwards.
+func checkGracePeriod(flag string, grace time.Duration) (warning string, err error) {
+	if grace <= 0 || grace >= 2*manifest.ProducerExpiry {
+		return "", fmt.Errorf("invalid value %v for %s: must be more than 0 and less than %v (producers give up on an upload after half of it, which must stay under the %v a silent producer keeps its row)", grace, flag, 2*manifest.ProducerExpiry, manifest.ProducerExpiry)
 	}
+	if d := producer.DefaultConfig().CommitDeadline; grace < 2*d {
+		return fmt.Sprintf("%s %v is shorter than twice the producers' default commit deadline (%v): a producer with that default (sluice append, fence and trim; a program using the library with defaults; a daemon with a longer --gc-grace-period) may still commit an upload the collector deleted; use it only where every producer on the store gives up on an upload after less than half of it", flag, grace, d), nil
+	}
+	return "", nil
 }

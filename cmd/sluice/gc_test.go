@@ -111,3 +111,44 @@ func TestGCOnceListsEveryObject(t *testing.T) {
 		c.fails("", []string{"--max-list"}, "gc", "--once", "--max-list", "0")
 	})
 }
+
+// TestGracePeriodRuleIsShared: gc's --grace-period and serve's --gc-grace-period follow one
+// rule: refused unless more than 0 and less than 48h, and a warning below 10m (twice the
+// producers' default commit deadline).
+func TestGracePeriodRuleIsShared(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		grace       string
+		ok, warning bool
+	}{
+		{"0s", false, false},
+		{"1s", true, true},
+		{"9m59s", true, true},
+		{"10m", true, false},
+		{"47h", true, false},
+		{"48h", false, false},
+	} {
+		gcRun := sluice(t, dir, "", nil, "gc", "--once", "--store", "mem://", "--grace-period", c.grace)
+		if (gcRun.code == 0) != c.ok || strings.Contains(gcRun.stderr, "shorter than twice") != c.warning {
+			t.Errorf("gc --once --grace-period %s: exit %d, stderr %q; want ok %v, warning %v", c.grace, gcRun.code, gcRun.stderr, c.ok, c.warning)
+		}
+		if !c.ok {
+			d, err := time.ParseDuration(c.grace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sluice(t, dir, "", nil, "serve", "--listen", "127.0.0.1:0", "--store", "mem://", "--gc-grace-period", c.grace)
+			if r.code == 0 || !strings.Contains(r.stderr, "invalid value "+d.String()+" for --gc-grace-period: must be more than 0 and less than") {
+				t.Errorf("serve --gc-grace-period %s: exit %d, stderr %q, want it refused as gc refuses it", c.grace, r.code, r.stderr)
+			}
+			if !strings.Contains(gcRun.stderr, "invalid value "+d.String()+" for --grace-period: must be more than 0 and less than") {
+				t.Errorf("gc --grace-period %s: stderr %q", c.grace, gcRun.stderr)
+			}
+			continue
+		}
+		_, logs := startServeLogs(t, dir, nil, "--store", "mem://", "--gc-grace-period", c.grace)
+		if strings.Contains(logs(), "shorter than twice") != c.warning {
+			t.Errorf("serve --gc-grace-period %s: logs %q, want warning %v", c.grace, logs(), c.warning)
+		}
+	}
+}

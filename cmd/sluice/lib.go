@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/s2api"
 )
@@ -136,7 +137,11 @@ func (e *libEnv) streamErr(name string, err error) error {
 			// answers a missing object the same way.
 			return fmt.Errorf("%s: %w%s", e.where(name), perr, storeHint(perr))
 		}
+		// The hint creates the stream where this command looked: in its store and basin.
 		hint := "sluice stream create " + shellQuote(name)
+		if e.g.store != defaultStore {
+			hint += " --store " + shellQuote(redactURL(e.g.store))
+		}
 		if b := e.basinName(); b != "" {
 			hint += " --basin " + b
 		}
@@ -161,10 +166,12 @@ func (e *libEnv) probe() error {
 	return err
 }
 
-// storeHint suggests a fix for a store error that says the S3 bucket does not exist or the
-// credentials were refused.
+// storeHint suggests a fix for a store error that says the S3 bucket (or the file store's
+// directory) does not exist or the credentials were refused.
 func storeHint(err error) string {
 	switch {
+	case errors.Is(err, file.ErrRootMissing):
+		return " (the store's directory was removed while sluice ran)"
 	case errors.Is(err, objectstore.ErrNoBucket):
 		return " (sluice does not create buckets: create it first, e.g. aws s3 mb s3://BUCKET)"
 	case errors.Is(err, objectstore.ErrAccessDenied):

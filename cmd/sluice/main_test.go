@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -92,6 +93,13 @@ func cleanEnv() []string {
 // stopped with SIGTERM at the end of the test, and must exit 0.
 func startServe(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
+	base, _ := startServeLogs(t, dir, env, args...)
+	return base
+}
+
+// startServeLogs is startServe that also returns a function giving the daemon's log so far.
+func startServeLogs(t *testing.T, dir string, env []string, args ...string) (string, func() string) {
+	t.Helper()
 	cmd := exec.Command(sluiceBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), env...)
@@ -103,14 +111,24 @@ func startServe(t *testing.T, dir string, env []string, args ...string) string {
 		t.Fatal(err)
 	}
 	addrc := make(chan string, 1)
-	var logs bytes.Buffer
+	var (
+		logsMu sync.Mutex
+		logs   bytes.Buffer
+	)
+	logged := func() string {
+		logsMu.Lock()
+		defer logsMu.Unlock()
+		return logs.String()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
+			logsMu.Lock()
 			logs.WriteString(line + "\n")
+			logsMu.Unlock()
 			if i := strings.Index(line, `"listen":"`); i >= 0 {
 				rest := line[i+len(`"listen":"`):]
 				select {
@@ -125,16 +143,16 @@ func startServe(t *testing.T, dir string, env []string, args ...string) string {
 		err := cmd.Wait()
 		<-done
 		if err != nil {
-			t.Errorf("serve exited with %v; logs:\n%s", err, logs.String())
+			t.Errorf("serve exited with %v; logs:\n%s", err, logged())
 		}
 	})
 	select {
 	case addr := <-addrc:
-		return "http://" + addr
+		return "http://" + addr, logged
 	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not report its address; logs:\n%s", logs.String())
+		t.Fatalf("serve did not report its address; logs:\n%s", logged())
 	}
-	return ""
+	return "", logged
 }
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -282,5 +300,41 @@ func apiCaller(t *testing.T, base, basin string) func(method, path, body string)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
+	}
+}
+
+// A --store path that does not exist (a typo) is not an error for read-only commands: they
+// create the directory and report an empty store.
+func TestMissingStoreDirectoryIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "no-such-store")
+	for _, args := range [][]string{
+		{"stream", "list", "--store", typo},
+		{"gc", "--once", "--store", typo},
+	} {
+		r := sluice(t, dir, "", nil, args...)
+		_, statErr := os.Stat(typo)
+		if r.code == 0 || statErr == nil {
+			t.Errorf("sluice %q: exit %d, stdout %q, stderr %q, directory created: %v; want an error naming the missing directory and nothing created",
+				args, r.code, r.stdout, r.stderr, statErr == nil)
+		}
+		_ = os.RemoveAll(typo)
+	}
+}
+
+// README: "Exit status ... 1 on any failure, with one line `sluice: <what went wrong>` on
+// stderr". Errors joined with errors.Join span several lines, the later ones without the
+// "sluice:" prefix.
+func TestErrorsAreOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"consume", "s"},
+		{"serve", "--shutdown-timeout", "0", "--gc-interval", "0"},
+		{"stream", "create", "s", "--retention-age", "500ms", "--delete-on-empty-min-age", "1500ms"},
+	} {
+		r := sluice(t, dir, "", nil, args...)
+		if r.code == 0 || strings.Count(strings.TrimRight(r.stderr, "\n"), "\n") != 0 {
+			t.Errorf("sluice %q: exit %d, stderr %q; want one line", args, r.code, r.stderr)
+		}
 	}
 }

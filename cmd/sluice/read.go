@@ -41,8 +41,9 @@ A start below the trim point (or below what retention kept) starts at the first 
 record.
 
 Stop (any of them; without --follow the read also stops at the tail):
-  --count N         after N records
-  --bytes N         before a record that would take the metered bytes read past N
+  --count N         after N records (0: no limit, as count=0 in S2's API)
+  --bytes N         before a record that would take the metered bytes read past N (0: no
+                    limit)
   --until MS        at the first record whose timestamp is >= MS (exclusive)
   --follow          at the tail, wait for new records (until SIGINT/SIGTERM, exit 0)
 
@@ -69,8 +70,8 @@ as a header with an empty name (["","fence"]); --skip-commands leaves them out.`
 	fl.Uint64Var(&f.seqNum, "seq-num", 0, "start at this seq_num")
 	fl.Uint64Var(&f.timestamp, "timestamp", 0, "start at the first record with a timestamp >= this (ms since the Unix epoch)")
 	fl.Uint64Var(&f.tailOffset, "tail-offset", 0, "start this many records before the tail")
-	fl.Uint64Var(&f.count, "count", 0, "stop after this many records")
-	fl.Uint64Var(&f.bytes, "bytes", 0, "stop before exceeding this many metered bytes")
+	fl.Uint64Var(&f.count, "count", 0, "stop after this many records (0: no limit)")
+	fl.Uint64Var(&f.bytes, "bytes", 0, "stop before exceeding this many metered bytes (0: no limit)")
 	fl.Uint64Var(&f.until, "until", 0, "stop at the first record with a timestamp >= this (ms, exclusive)")
 	fl.BoolVar(&f.clamp, "clamp", false, "a --seq-num past the tail starts at the tail instead of failing")
 	fl.BoolVar(&f.follow, "follow", false, "at the tail, wait for new records instead of stopping")
@@ -97,11 +98,12 @@ func (f *readFlags) request(cmd *cobra.Command) consumer.ReadRequest {
 	if f.clamp {
 		req.Start = req.Start.Clamped()
 	}
-	if fl.Changed("count") {
+	// 0 is no limit, as in S2's API (count=0, bytes=0).
+	if fl.Changed("count") && f.count > 0 {
 		n := f.count
 		req.Count = &n
 	}
-	if fl.Changed("bytes") {
+	if fl.Changed("bytes") && f.bytes > 0 {
 		n := f.bytes
 		req.Bytes = &n
 	}

@@ -153,6 +153,9 @@ func TestReadPositionsLimitsAndFormats(t *testing.T) {
 		check(nil, "--seq-num", "30")
 		// Each record is 8 + 2 + len("i") + len(value) + len(body) metered bytes: 18 for i < 10.
 		check([]uint64{0, 1}, "--bytes", "40")
+		// 0 is no limit, as count=0 and bytes=0 are in S2's API.
+		check([]uint64{25, 26, 27, 28, 29}, "--seq-num", "25", "--count", "0")
+		check([]uint64{25, 26, 27, 28, 29}, "--seq-num", "25", "--bytes", "0")
 		c.fails("", []string{"--seq-num 31", "tail", "30", "--clamp"}, "read", "r", "--seq-num", "31")
 		check(nil, "--seq-num", "31", "--clamp")
 		c.fails("", []string{"seq-num", "timestamp"}, "read", "r", "--seq-num", "1", "--timestamp", "5")

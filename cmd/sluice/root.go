@@ -59,6 +59,9 @@ Store URLs:
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
+	root.AddCommand(newVersionCmd())
+	root.Version = buildVersion()
+	root.SetVersionTemplate("sluice {{.Version}}\n")
 	useStrictHelp(root)
 	root.SetFlagErrorFunc(flagError)
 	return root

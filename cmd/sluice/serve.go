@@ -20,7 +20,6 @@ import (
 
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
-	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
@@ -51,11 +50,15 @@ It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--
   /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions);
              the same routes are also served without the /v1 prefix
   /health    200 "ok" while the store answers, 503 otherwise (with the store's error, or
-             with --auth-token only its class, the error going to the log)
+             with --auth-token only its class; the error goes to the log, at most once
+             a minute)
   /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
 --basin live in the root namespace (streams/).
+
+A 5xx answer hides its cause from the client (it may name keys, the bucket, request ids):
+the cause goes to the log, at error for a 500, at warn for a 503.
 
 With --auth-token (or SLUICE_AUTH_TOKEN) every API call must carry
 "Authorization: Bearer <token>"; /health and /metrics stay open.
@@ -78,7 +81,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Var(newDurationValue(&f.flushInterval, engine.DefaultConfig().Producer.FlushInterval), "flush-interval", "how long a producer collects appends into one batch object")
 	fl.Var(newDurationValue(&f.deliveryTimeout, engine.DefaultDeliveryTimeout), "delivery-timeout", "how long after it arrives an append may wait to be committed (opening its stream, buffer space, upload and manifest write; not its time in the open batch) before it fails with 503 unavailable, nothing of it in the stream; one that waited over half of it to be handed to its stream's producer is refused then (one a manifest write may have committed waits for that write's outcome; 0: wait as long as the store is out)")
 	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
-	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it (2s to less than 48h)")
+	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -103,8 +106,8 @@ func (f *serveFlags) validate() error {
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
 	}
-	if f.gcGracePeriod < 2*time.Second || f.gcGracePeriod >= 2*manifest.ProducerExpiry {
-		errs = append(errs, fmt.Errorf("invalid value %v for --gc-grace-period: must be at least 2s and less than %v (producers give up on an upload after half of it, which must stay under the %v a silent producer keeps its row)", f.gcGracePeriod, 2*manifest.ProducerExpiry, manifest.ProducerExpiry))
+	if _, err := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -155,8 +158,8 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Producer.DeliveryTimeout = f.deliveryTimeout
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
-	if !f.noGC {
-		warnShortGrace(log, "--gc-grace-period", f.gcGracePeriod)
+	if warning, _ := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); warning != "" && !f.noGC {
+		log.Warn(warning)
 	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
@@ -206,13 +209,13 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		hctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if _, err := store.List(hctx, "", "", 1); err != nil {
+			// The error goes to the log at most once a minute, however often a prober asks.
+			if now, last := time.Now().UnixNano(), healthLogged.Load(); now-last >= int64(time.Minute) && healthLogged.CompareAndSwap(last, now) {
+				log.Warn("health check: store unavailable (logged at most once a minute)", slog.Any("err", err))
+			}
 			if f.authToken != "" {
 				// /health is open to all; with the API closed to strangers, its answer must
-				// not name the bucket, prefix or endpoint: the error goes to the log instead,
-				// at most once a minute however often a prober asks.
-				if now, last := time.Now().UnixNano(), healthLogged.Load(); now-last >= int64(time.Minute) && healthLogged.CompareAndSwap(last, now) {
-					log.Warn("health check: store unavailable (logged at most once a minute)", slog.Any("err", err))
-				}
+				// not name the bucket, prefix or endpoint.
 				http.Error(w, "store unavailable ("+objectstore.ErrorClass(err)+"; the daemon's log has the error)", http.StatusServiceUnavailable)
 				return
 			}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeGCGracePeriodErrorNamesFlag: README: "Errors name the flag and where the bad
@@ -91,5 +93,31 @@ func TestServeDeliveryTimeoutFlag(t *testing.T) {
 	}
 	if r.code != 0 || !strings.Contains(line, "(default 4s)") {
 		t.Errorf("serve --help: exit %d, no --delivery-timeout line with its default 4s:\n%s", r.code, r.stdout)
+	}
+}
+
+// serve --listen "" (e.g. SLUICE_LISTEN= in a unit file) listens on every interface at a
+// random port instead of failing.
+func TestServeEmptyListenFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(sluiceBin, "serve", "--listen", "", "--log-format", "json")
+	cmd.Dir = dir
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(stderr.String(), "--listen") {
+			t.Fatalf("serve --listen \"\": exit %d, stderr %q; want a non-zero exit naming --listen", cmd.ProcessState.ExitCode(), stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve --listen \"\" is serving instead of failing; logs:\n%s", stderr.String())
 	}
 }

@@ -60,7 +60,8 @@ func (f *configFlags) register(cmd *cobra.Command) {
 
 var configFlagNames = []string{"retention-age", "retention-infinite", "timestamping-mode", "timestamping-uncapped", "delete-on-empty-min-age", "queue-mode"}
 
-// changed reports whether any configuration flag was set (command line, environment or file).
+// changed reports whether any configuration flag was set (command line, or, where the flags
+// are not command-line only, environment or file).
 func (f *configFlags) changed(cmd *cobra.Command) bool {
 	for _, n := range configFlagNames {
 		if cmd.Flags().Changed(n) {
@@ -217,8 +218,9 @@ func newStreamConfigCmd(g *globals) *cobra.Command {
 		Short: "Show a stream's configuration, or reconfigure it",
 		Long: `Show the configuration of the stream NAME as JSON. With configuration flags,
 reconfigure it: change those settings (the others keep their values) with a conditional
-write of the manifest, then show the result. Flags set by SLUICE_* variables or the
---config file count as given. A shorter retention takes effect at the next GC pass.
+write of the manifest, then show the result. Only flags given on this command line change
+it: SLUICE_* variables and the --config file do not set them here, so showing never
+writes. A shorter retention takes effect at the next GC pass.
 
 ` + configFlagsHelp,
 		Example: `  sluice stream config orders
@@ -270,6 +272,7 @@ write of the manifest, then show the result. Flags set by SLUICE_* variables or 
 	}
 	addBasinFlag(cmd, &basin)
 	cf.register(cmd)
+	markCmdLineOnly(cmd, configFlagNames...)
 	// A flag left out keeps the stream's value: no flag has a default to show here.
 	cmd.Flags().Lookup("timestamping-mode").DefValue = ""
 	return cmd

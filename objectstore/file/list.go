@@ -21,6 +21,9 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	if err := ctx.Err(); err != nil {
 		return objectstore.ListPage{}, objectstore.NewOpError("list", prefix, nil, err)
 	}
+	if err := s.rootGone("list", prefix); err != nil {
+		return objectstore.ListPage{}, err
+	}
 	limit = objectstore.PageLimit(limit)
 	// Start at the deepest directory the prefix names. If that part of the prefix cannot be
 	// part of a valid key, nothing matches.

@@ -161,6 +161,9 @@ func (s *Store) openObject(op, key string) (*os.File, objectstore.ObjectInfo, er
 	f, err := os.Open(s.path(key))
 	if err != nil {
 		if isNotExist(err) {
+			if gone := s.rootGone(op, key); gone != nil {
+				return nil, objectstore.ObjectInfo{}, gone
+			}
 			return nil, objectstore.ObjectInfo{}, objectstore.NewOpError(op, key, objectstore.ErrNotFound, nil)
 		}
 		return nil, objectstore.ObjectInfo{}, objectstore.NewOpError(op, key, nil, err)
@@ -255,7 +258,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 	}
 	tmp, info, err := s.writeTemp(ctx, key, body, size)
 	if err != nil {
-		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, err)
+		return objectstore.ObjectInfo{}, s.failure("put", key, err)
 	}
 	renamed := false
 	defer func() {
@@ -266,7 +269,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 	}()
 	unlock, err := s.lock(key)
 	if err != nil {
-		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, err)
+		return objectstore.ObjectInfo{}, s.failure("put", key, err)
 	}
 	defer unlock()
 	final := s.path(key)
@@ -505,7 +508,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	unlock, err := s.lock(key)
 	if err != nil {
-		return objectstore.NewOpError("delete", key, nil, err)
+		return s.failure("delete", key, err)
 	}
 	final := s.path(key)
 	err = syscall.Unlink(final)
