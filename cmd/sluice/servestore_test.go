@@ -44,7 +44,7 @@ func TestServeNoticesAVanishedStore(t *testing.T) {
 	// The cause (the directory's path) is in the log once for each failure, never in the answers.
 	var failed, health int
 	for _, l := range strings.Split(logs(), "\n") {
-		if !strings.Contains(l, "the file store's directory is missing") {
+		if !strings.Contains(l, "the store's directory is missing") {
 			continue
 		}
 		switch {
