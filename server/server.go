@@ -257,6 +257,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(req)
 }
 
+// Protect wraps h with the server's bearer-token check (WithBearerToken), for routes the
+// owner serves beside the API, such as the committer's.
+func (s *Server) Protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.tokenSet && !s.authorized(r) {
+			writeError(w, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	const prefix = "Bearer "

@@ -22,9 +22,12 @@ const defaultCLIDeliveryTimeout = 5 * time.Minute
 // newProducer opens a producer on an existing stream (library mode never creates a stream
 // implicitly, except append --create). An append not committed deliveryTimeout after its
 // batch was flushed fails (producer.ErrDeliveryTimeout; 0: no bound).
-func (e *libEnv) newProducer(ctx context.Context, st catalog.Stream, create bool, deliveryTimeout time.Duration) (*producer.Producer, error) {
+func (e *libEnv) newProducer(ctx context.Context, st catalog.Stream, create bool, deliveryTimeout time.Duration, tweak ...func(*producer.Config)) (*producer.Producer, error) {
 	cfg := producer.DefaultConfig()
 	cfg.DeliveryTimeout = deliveryTimeout
+	for _, t := range tweak {
+		t(&cfg)
+	}
 	cfg.ObjectStore = e.store
 	cfg.ManifestPath = st.ManifestPath
 	cfg.DataPathPrefix = st.DataPrefix

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -37,6 +41,7 @@ type serveFlags struct {
 	gcInterval      time.Duration
 	gcGracePeriod   time.Duration
 	noGC            bool
+	advertiseURL    string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -53,6 +58,14 @@ It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--
              with --auth-token only its class; the error goes to the log, at most once
              a minute)
   /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
+  /sluice/v1/commit
+             with --advertise-url: commit requests of other producers and daemons
+
+With --advertise-url the daemon is a committer: it takes the committer role of the streams
+it writes (recorded in each stream's manifest, renewed by its writes) and commits, in one
+manifest write, the batches of every producer that asks it (sluice append --committer, or
+any producer that finds it in the manifest). Producers still upload their own batches. If
+it stops answering, they commit directly; if it dies, its role lapses after 10 s.
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
 --basin live in the root namespace (streams/).
@@ -82,6 +95,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Var(newDurationValue(&f.deliveryTimeout, engine.DefaultDeliveryTimeout), "delivery-timeout", "how long after it arrives an append may wait to be committed (opening its stream, buffer space, upload and manifest write; not its time in the open batch) before it fails with 503 unavailable, nothing of it in the stream; one that waited over half of it to be handed to its stream's producer is refused then (one a manifest write may have committed waits for that write's outcome; 0: wait as long as the store is out)")
 	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
 	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
+	fl.StringVar(&f.advertiseURL, "advertise-url", "", "serve as the committer of the streams this daemon writes, reachable by other processes at this URL (such as http://10.0.0.5:8080); empty: no committer, every writer commits directly")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -108,6 +122,11 @@ func (f *serveFlags) validate() error {
 	}
 	if _, err := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); err != nil {
 		errs = append(errs, err)
+	}
+	if f.advertiseURL != "" {
+		if u, err := url.Parse(f.advertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("invalid value %q for --advertise-url: give the URL other processes reach this daemon at, such as http://10.0.0.5:8080", f.advertiseURL))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -161,6 +180,26 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if warning, _ := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); warning != "" && !f.noGC {
 		log.Warn(warning)
 	}
+	var com *committer.Committer
+	if f.advertiseURL != "" {
+		ccfg := committer.DefaultConfig()
+		ccfg.Store, ccfg.ID, ccfg.URL = store, "serve-"+randomHex(8), f.advertiseURL
+		ccfg.Logger, ccfg.Registerer = log, reg
+		if com, err = committer.New(ccfg); err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := com.Close(cctx); err != nil {
+				log.Warn("giving up the committer roles", "err", err)
+			}
+		}()
+		ecfg.Producer.Committer = f.advertiseURL
+	}
+	// Daemons of one deployment share the token: this one's producers may send their commits
+	// to another daemon that holds a stream's role.
+	ecfg.Producer.CommitterToken = f.authToken
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
@@ -226,6 +265,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if com != nil {
+		mux.Handle(committer.Path, api.Protect(com.Handler()))
+	}
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)
@@ -297,4 +339,11 @@ func openStore(ctx context.Context, url string) (objectstore.Store, error) {
 		return nil, fmt.Errorf("--store %s: %w", redactURL(url), err)
 	}
 	return s, nil
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
 }
