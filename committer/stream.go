@@ -90,6 +90,11 @@ func (s *stream) commit(group []*pending) {
 		}
 		st := s.snap.State.Clone()
 		prev := st.Committer
+		if prev.ID != cfg.ID && prev.URL == cfg.URL {
+			// An earlier instance at this URL (restarted, or crashed): nothing else can be
+			// listening there, so its role is ours.
+			st.ReleaseRole(prev.ID)
+		}
 		if err := st.TakeRole(cfg.ID, cfg.URL, cfg.Now(), cfg.Lease); err != nil {
 			var held *manifest.RoleHeldError
 			errors.As(err, &held)

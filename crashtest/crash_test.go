@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -78,7 +80,14 @@ func TestCrashFile(t *testing.T) {
 	if testing.Short() {
 		t.Log("-short: fewer cycles")
 	}
-	runCrash(t, "file://"+t.TempDir())
+	runCrash(t, "file://"+t.TempDir(), false)
+}
+
+// TestCrashFileCommitter runs the crash cycles against the file store with a committer
+// daemon (serve --advertise-url) that the producers send their commits to, and that is
+// SIGKILLed and restarted among the others.
+func TestCrashFileCommitter(t *testing.T) {
+	runCrash(t, "file://"+t.TempDir(), true)
 }
 
 // TestCrashS3 runs the crash cycles against the S3-compatible server of SLUICE_TEST_S3_URL,
@@ -116,7 +125,8 @@ func TestCrashS3(t *testing.T) {
 			t.Logf("cleanup: %v", err)
 		}
 	})
-	runCrash(t, storeURL)
+	runCrash(t, storeURL, false)
+	t.Run("committer", func(t *testing.T) { runCrash(t, storeURL+"-committer", true) })
 }
 
 // ackLine is one line "sluice append" prints per acknowledged append.
@@ -186,6 +196,11 @@ type crashRun struct {
 	cinst    int
 	cLog     string
 	kills    int
+	comKills int
+	// With a committer: its daemon, the address it listens on, and its instance count.
+	committer     *proc
+	committerAddr string
+	comInst       int
 }
 
 func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
@@ -224,7 +239,11 @@ func (r *crashRun) startProducer(s *producerSlot) {
 	s.inst++
 	name := fmt.Sprintf("s%d.i%d", s.id, s.inst)
 	linger := []string{"0s", "1ms", "5ms", "20ms"}[r.rng.IntN(4)]
-	s.cur = r.start(name, true, "append", "crash", "--create", "--linger", linger)
+	args := []string{"append", "crash", "--create", "--linger", linger}
+	if r.committerAddr != "" {
+		args = append(args, "--committer", "http://"+r.committerAddr)
+	}
+	s.cur = r.start(name, true, args...)
 	s.lines = nil
 	s.stopWrite, s.writeDone = make(chan struct{}), make(chan struct{})
 	wrng := rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
@@ -313,6 +332,28 @@ func (r *crashRun) startConsumer() {
 		"--backoff", "10ms", "--max-attempts", "0", "--exec", "cat >> "+shellQuote(r.cLog))
 }
 
+// startCommitter starts the committer daemon on its address and waits until it answers.
+func (r *crashRun) startCommitter() {
+	r.t.Helper()
+	r.comInst++
+	r.committer = r.start(fmt.Sprintf("committer.i%d", r.comInst), false, "serve", "--listen", r.committerAddr,
+		"--advertise-url", "http://"+r.committerAddr, "--no-gc")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if res, err := http.Get("http://" + r.committerAddr + "/health"); err == nil {
+			res.Body.Close()
+			return
+		}
+		select {
+		case <-r.committer.done:
+			r.t.Fatalf("the committer exited: %v\n%s", r.committer.err, tailFile(r.committer.stderr))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("the committer did not answer within 30 s")
+		}
+	}
+}
+
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // stopProducer ends a slot's current process: SIGKILL, or a clean end of input.
@@ -347,7 +388,7 @@ func tailFile(path string) string {
 	return string(data)
 }
 
-func runCrash(t *testing.T, storeURL string) {
+func runCrash(t *testing.T, storeURL string, withCommitter bool) {
 	seed := testseed.Get(t)
 	cycles := cyclesFor(t)
 	t.Logf("seed %d, %d cycles (replay: %s=%d go test ./crashtest -run %s)", seed, cycles, testseed.Env, seed, t.Name())
@@ -355,6 +396,15 @@ func runCrash(t *testing.T, storeURL string) {
 	r.cLog = filepath.Join(r.dir, "consumed.jsonl")
 	if out, err := exec.Command(r.bin, "--store", storeURL, "stream", "create", "crash").CombinedOutput(); err != nil {
 		t.Fatalf("sluice stream create: %v\n%s", err, out)
+	}
+	if withCommitter {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.committerAddr = ln.Addr().String()
+		ln.Close()
+		r.startCommitter()
 	}
 	const producers = 3
 	for i := range producers {
@@ -368,8 +418,18 @@ func runCrash(t *testing.T, storeURL string) {
 		time.Sleep(time.Duration(20+r.rng.IntN(300)) * time.Millisecond)
 		// Kill one process, sometimes two.
 		for range 1 + r.rng.IntN(2) {
-			victim := r.rng.IntN(producers + 1)
+			victims := producers + 1
+			if withCommitter {
+				victims++
+			}
+			victim := r.rng.IntN(victims)
 			r.kills++
+			if victim == producers+1 {
+				r.committer.kill()
+				r.comKills++
+				r.startCommitter()
+				continue
+			}
 			if victim == producers {
 				r.consumer.kill()
 				consumerKills++
@@ -400,6 +460,18 @@ func runCrash(t *testing.T, storeURL string) {
 	// Let the producers finish cleanly: every line they read is acknowledged.
 	for _, s := range r.slots {
 		r.stopProducer(s, false)
+	}
+	if withCommitter {
+		r.committer.kill()
+		// The last write of a committer left its role in the manifest: commits went through it.
+		out, err := exec.Command(r.bin, "--store", storeURL, "inspect", "crash").Output()
+		var ins struct {
+			Committer *struct{ URL string } `json:"committer"`
+		}
+		if err != nil || json.Unmarshal(out, &ins) != nil || ins.Committer == nil || ins.Committer.URL != "http://"+r.committerAddr {
+			t.Errorf("inspect after the run: %v, committer %+v: want the committer's role", err, ins.Committer)
+		}
+		t.Logf("the committer was killed %d times", r.comKills)
 	}
 	r.consumer.kill()
 	consumerKills++
