@@ -127,7 +127,7 @@ func (e *Encoder) add(in *AppendInput) error {
 	if len(e.buf)-HeaderSize+maxAppendHeader+wire > MaxObjectBytes {
 		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
 	}
-	b := slices.Grow(e.buf, maxAppendHeader+wire)
+	b := grow(e.buf, maxAppendHeader+wire)
 	b = appendAppendHeader(b, in, flags, n, metered, wire)
 	recStart := len(b)
 	written := 0
@@ -304,4 +304,18 @@ func (e *Encoder) Finish() ([]byte, error) {
 		e.out = obj
 	}
 	return obj, nil
+}
+
+// grow returns b with room for n more bytes. It doubles the capacity up to 1 MiB, then
+// adds a quarter: fewer copies on the way from 64 KiB to a flush size of a few MiB than
+// append's growth, which nears a quarter long before 1 MiB.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	c := 2 * cap(b)
+	if cap(b) >= 1<<20 {
+		c = cap(b) + cap(b)/4
+	}
+	return slices.Grow(b, max(c, len(b)+n)-len(b))
 }
