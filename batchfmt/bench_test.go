@@ -6,15 +6,11 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/sluice-dev/sluice/internal/crc32c"
 )
 
 // Benchmarks: encode and decode of one object holding about 1 MiB of records, for three body
@@ -28,7 +24,7 @@ import (
 // Uncompressed encode also runs beside a second reference, gather: Go appends of each
 // record's header names, values and body, from where they lie, into one buffer (no framing,
 // no checksum): how far reading the records where they lie moves a plain Go program. It is
-// not a bound: a vector loop gathers faster than Go's appends (see PERFORMANCE.md).
+// not a bound.
 //
 // Throughput (SetBytes) counts the record bytes (header names, values and bodies), so MB/s
 // compare directly; records/s is reported beside it. Run for example:
@@ -165,20 +161,7 @@ func reportRecords(b *testing.B, records int) {
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-// logKernel prints, once per process, which kernels the benchmarks run on, as a
-// configuration line beside goos and cpu (benchstat reads "key: value" lines so): the
-// figures differ by kernel, and SLUICE_TEST_KERNEL (kernel_test.go) or GODEBUG may have
-// chosen another than the CPU's widest.
-func logKernel(*testing.B) {
-	kernelOnce.Do(func() {
-		fmt.Printf("kernel: %s (cpu runs %s; record kernel %v)\n", crc32c.Kernel(), strings.Join(crc32c.Kernels(), " "), recordKernel)
-	})
-}
-
-var kernelOnce sync.Once
-
 func BenchmarkEncode(b *testing.B) {
-	logKernel(b)
 	for _, size := range benchBodySizes {
 		for _, layout := range benchLayouts {
 			benchEncode(b, layout, size)
@@ -230,7 +213,7 @@ func benchEncode(b *testing.B, layout string, size int) {
 // gatherRecords appends the bytes of ins's records (each header's name and value, then the
 // body) to dst where they lie, with no framing: a second reference for encode (read each
 // record where it lies, write it once, in plain Go), where the baseline copies the finished
-// payload in one piece. Reported, not a target, and not a bound (see PERFORMANCE.md).
+// payload in one piece. Reported, not a target, and not a bound.
 func gatherRecords(dst []byte, ins []AppendInput) []byte {
 	for i := range ins {
 		for j := range ins[i].Records {
@@ -250,7 +233,6 @@ func gatherRecords(dst []byte, ins []AppendInput) []byte {
 // that the last few runs did not, as a producer does, where BenchmarkEncode reads the same,
 // cache-warm input every time.
 func BenchmarkEncodeFresh(b *testing.B) {
-	logKernel(b)
 	const freshInputs = 4
 	for _, layout := range benchLayouts {
 		var sets [freshInputs][]AppendInput
@@ -286,7 +268,6 @@ func BenchmarkEncodeFresh(b *testing.B) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	logKernel(b)
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		for _, c := range []Compression{CompressionNone, CompressionZstd} {
@@ -340,23 +321,14 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkCRC32C shows the checksum's share of the uncompressed paths: the package's
-// checksum (internal/crc32c) and the standard library's, over 1 MiB.
+// BenchmarkCRC32C shows the checksum's share of the uncompressed paths: hash/crc32's
+// CRC-32C over 1 MiB.
 func BenchmarkCRC32C(b *testing.B) {
-	logKernel(b)
 	buf := make([]byte, 1<<20)
-	b.Run("crc32c", func(b *testing.B) {
-		b.SetBytes(int64(len(buf)))
-		for b.Loop() {
-			crc32c.Checksum(buf)
-		}
-	})
-	b.Run("stdlib", func(b *testing.B) {
-		b.SetBytes(int64(len(buf)))
-		for b.Loop() {
-			crc32.Checksum(buf, castagnoli)
-		}
-	})
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		crc32.Checksum(buf, castagnoli)
+	}
 }
 
 // BenchmarkRatio interleaves each operation with its baseline, op by op, so that both see the
@@ -365,7 +337,6 @@ func BenchmarkCRC32C(b *testing.B) {
 // operation's own MB/s and records/s; uncompressed encode also reports "gather-ratio",
 // against the gather reference (see above). Encode runs on both layouts (see above).
 func BenchmarkRatio(b *testing.B) {
-	logKernel(b)
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)
 		wire := wireLayout(ins)
@@ -477,9 +448,8 @@ func BenchmarkIterate(b *testing.B) {
 // benchmarks' small headers, on about 256 KiB of input that stays in the caches: the
 // per-record work beside the copy (the frame's head: lead, timestamp, count, headers, and
 // sizing), in ns/record. It is what encoding small records costs, and part of what the
-// 1 KiB encode pays per record (see PERFORMANCE.md).
+// 1 KiB encode pays per record.
 func BenchmarkEncodeHead(b *testing.B) {
-	logKernel(b)
 	for _, headers := range []int{0, 1, 2} {
 		for _, layout := range benchLayouts {
 			ins, _, _ := benchAppends(1, 256<<10/27)

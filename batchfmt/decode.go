@@ -2,7 +2,7 @@ package batchfmt
 
 import (
 	"encoding/binary"
-	"github.com/sluice-dev/sluice/internal/crc32c"
+	"hash/crc32"
 )
 
 // AppendMeta describes one append of a decoded batch.
@@ -94,7 +94,7 @@ func decode(data []byte, scratch *[]byte) (*Batch, error) {
 	}
 	body := data[:len(data)-TrailerSize]
 	want := binary.BigEndian.Uint32(data[len(data)-TrailerSize:])
-	if got := crc32c.Checksum(body); got != want {
+	if got := crc32.Checksum(body, crcTable); got != want {
 		return nil, corrupt(len(data)-TrailerSize, "CRC32C mismatch: stored %08x, computed %08x", want, got)
 	}
 	payload := data[HeaderSize : HeaderSize+int(storedLen)]

@@ -97,35 +97,19 @@
 //
 // # Encoding and decoding
 //
-// Encoder.Add validates each append as AppendInput.Validate does and copies it into one
-// buffer (no allocation per record); nothing of a refused append is kept. Finish writes the
-// header, compresses if configured and appends the CRC. An uncompressed object's CRC32C is
-// computed while it is written, each 256-byte block folded into the checksum
-// (internal/crc32c's Folder) shortly after it is written, while it is still in the L1
-// cache. On amd64 a record kernel writes an append's frames straight from its Records and
-// folds as it goes: encode_amd64.s with AVX-512, encode_avx2_amd64.s with AVX2 and
-// VPCLMULQDQ (AMD Zen 3, Intel client cores from Alder Lake on), encode_pclmul_amd64.s with
-// AVX2 and the 128-bit PCLMULQDQ (Intel from Haswell to Cascade Lake, AMD Zen 1 and 2; the
-// AVX2 kernel's copies, encode_copy_avx2_amd64.h), each on the checksum state of
-// internal/crc32c's kernel for the same CPU. For appends of 32 records and more it
-// sizes each record just before writing it, so each record is read once; the append's
-// totals, known only at the end, are written into its header then, and if the kernel had
-// already folded their zero placeholders the checksum is patched (it is linear:
-// crc32c.Raw and Shift). A command record, a total over the limit or a full buffer stops
-// the kernel short, and the append is written again by the two-pass path: an assembly (or
-// Go, for command records) pass sizes every record, then the kernel writes them. Elsewhere,
-// and for zstd, Go writes each frame's head to a scratch buffer and copies heads and bodies
-// in order. Tests require all paths to write the same bytes. The header's CRC32C, known
-// last, is put in front at Finish. Decode returns a Batch that
-// aliases its input when stored uncompressed; a Decoder reuses its decompression buffer
-// across objects. zstd uses one process-wide encoder and decoder (see zstd.go), at level
-// SpeedFastest.
+// Encoder.Add validates each append as AppendInput.Validate does, sizing every record, then
+// writes the append header and the record frames into one buffer (no allocation per record);
+// nothing of a refused append is kept. Finish writes the header, compresses if configured
+// and appends the CRC32C (hash/crc32's Castagnoli table, which uses the CPU's CRC32
+// instruction where there is one). Decode returns a Batch that aliases its input when stored
+// uncompressed; a Decoder reuses its decompression buffer across objects. zstd uses one
+// process-wide encoder and decoder (see zstd.go), at level SpeedFastest.
 //
 // Limits: a record's metered size fits the seeds' 3-byte metered-size field (an append is
 // at most 1 MiB anyway); an object's payload is at most MaxObjectBytes (1 GiB), which also
 // bounds what Decode will allocate for a compressed object.
 //
-// # Performance
+// # Benchmarks
 //
 // BenchmarkEncode and BenchmarkDecode run each operation beside its baseline on objects of
 // about 1 MiB, for bodies of 100 B, 1 KiB and 64 KiB: a plain copy of the same bytes when
@@ -134,25 +118,6 @@
 // input the last runs did not read; BenchmarkIterate and BenchmarkCRC32C time the parts.
 // Encoding runs on two layouts of the same records: heap (each body, header slice, name and
 // value an allocation of its own) and wire (slices of one request buffer, the daemon's path).
-//
-// Run apart on two 2-core AVX-512 development machines, the ratios to the baseline were:
-//   - AMD Zen 4 (six processes of the whole suite): every operation with a target at or
-//     over it in every process: encode 1 KiB 1.10-1.19 (heap) and 1.00-1.22 (wire), 64 KiB
-//     1.24-1.46; decode 1 KiB 0.91-0.99, 64 KiB 1.67-1.94; zstd 0.91-1.22. Its memory is
-//     slower, so the baseline's copy is (about 40 µs per MiB).
-//   - AMD Zen 5, medians over two days: encode 1 KiB 0.74-0.83 (heap) and 0.84-0.89
-//     (wire), 64 KiB 1.04-1.11; decode 1 KiB 0.88, 64 KiB 1.84; zstd 0.96-1.01 either way.
-//     There the copy takes about 30 µs per MiB and the checksummed copy alone about 25, but
-//     each 1 KiB record adds about 11 ns of its own (its frame's head, its header's cache
-//     lines, the ends of its body), bound by the core rather than by memory, so the 1 KiB
-//     encode falls under the 0.8 target whenever the vCPU slows: in a third to two thirds
-//     of the processes for the heap layout, by the day. (BenchmarkEncodeHead times the
-//     head alone: 6-7 ns per record with one small header, in cache; a quarter less than
-//     before did not move the 1 KiB encode.)
-//
-// The AVX2 and pclmul kernels are slower (forced on Zen 4: encode 1 KiB 0.78-0.98 and
-// 0.77-0.79, decode 1 KiB 0.76-0.93 and 0.71-0.72), the kernel-less paths slower still.
-// PERFORMANCE.md, beside this file, has the figures, the breakdown and what was tried.
 //
 // # Test vectors
 //

@@ -3,11 +3,13 @@ package batchfmt
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/sluice-dev/sluice/internal/crc32c"
-	"math/bits"
+	"hash/crc32"
 	"slices"
-	"unsafe"
 )
+
+// crcTable is the CRC-32C (Castagnoli) table; hash/crc32 uses the CPU's CRC32 instruction
+// where there is one.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Encoder builds one batch object from appends, in order. It is reusable via Reset and is
 // not safe for concurrent use.
@@ -22,29 +24,6 @@ type Encoder struct {
 	records int
 	metered int
 	err     error
-
-	// Uncompressed objects are checksummed while they are built: each append's records are
-	// written by the record kernel, or gathered by Folder.Gather, and every 256-byte block
-	// of the payload is folded into the CRC32C soon after it is written; Finish folds the
-	// rest and puts the header's CRC32C in front. folded is the object offset up to which
-	// the payload has been folded.
-	fold   crc32c.Folder
-	folded int
-	// fix is the checksum correction for bytes changed after they were folded (see
-	// patch): the raw CRC of the changes, up to offset fixEnd (0: none).
-	fix      uint32
-	fixEnd   int
-	patchBuf [8]byte
-	// fusedAppends counts the appends addFused wrote, for tests.
-	fusedAppends int
-
-	// Scratch for one append: heads holds each record's frame up to its body, one after
-	// another; pieces lists head, body, head, body, ... in object order, for one gather.
-	heads  []byte
-	pieces [][]byte
-	// With a record kernel (amd64 with AVX-512, or AVX2 and VPCLMULQDQ), pieces are not needed: metas describes
-	// each record's frame, and the kernel reads the rest from the Records.
-	metas []recMeta
 }
 
 // NewEncoder returns an empty encoder that writes objects with compression c. An unknown c
@@ -58,14 +37,11 @@ func NewEncoder(c Compression) *Encoder {
 // Reset empties the encoder, keeping its buffers. Bytes returned by Finish become invalid.
 func (e *Encoder) Reset() {
 	if cap(e.buf) < HeaderSize {
-		e.buf = alignedBuf(HeaderSize, 64<<10)
+		e.buf = make([]byte, HeaderSize, 64<<10)
 	}
 	e.buf = e.buf[:HeaderSize]
 	e.out = e.out[:0]
 	e.appends, e.records, e.metered = 0, 0, 0
-	e.fold.Reset()
-	e.folded = HeaderSize
-	e.fix, e.fixEnd = 0, 0
 	e.err = nil
 	if !e.c.Valid() {
 		e.err = fmt.Errorf("batchfmt: encoder: %w %d", ErrUnknownCompression, uint8(e.c))
@@ -115,6 +91,8 @@ func (e *Encoder) Add(in *AppendInput) (appendIndex int) {
 	return e.appends - 1
 }
 
+// add sizes and validates every record, then writes the append header, final by now, and
+// the record frames. Nothing is kept of an append that is refused (Add truncates).
 func (e *Encoder) add(in *AppendInput) error {
 	recs := in.Records // read once: the count in the header, the sizes and the frames agree
 	n := len(recs)
@@ -131,36 +109,7 @@ func (e *Encoder) add(in *AppendInput) error {
 		}
 		flags |= appHasFencingToken
 	}
-	kernel := recordKernel && e.c == CompressionNone
-	if kernel && n >= fusedMinRecords && len(e.buf) <= MaxObjectBytes-fusedObjectMargin {
-		if ok, err := e.addFused(in, recs, flags); ok || err != nil {
-			return err
-		}
-		// It stopped short: a command record, too many bytes, or too little room.
-	}
-	// One pass over the records validates and sizes each, and prepares its frame: for the
-	// record kernel a recMeta, otherwise its frame up to the body (its head) in the scratch.
-	// Then the append header, final by now, and the records are written to the object in
-	// one call that also checksums them. Nothing is written for an append that is refused.
-	heads, pieces, metas := e.heads[:0], e.pieces[:0], e.metas[:0]
-	defer func() {
-		clear(pieces) // keep no reference to the caller's bodies
-		e.heads, e.pieces, e.metas = heads[:0], pieces[:0], metas[:0]
-	}()
-	metered, wire, gathered := 0, 0, 0
-	if kernel {
-		// The common case, records without an empty header name, is sized in assembly;
-		// anything else is sized below, record by record, and validated there.
-		metas = slices.Grow(metas, n)[:n]
-		var sized int
-		if metered, wire, sized = sizeRecords(recs, metas); sized == n {
-			if metered > MaxAppendBytes {
-				return in.Validate()
-			}
-			goto write
-		}
-		metas, metered, wire = metas[:0], 0, 0
-	}
+	metered, wire := 0, 0
 	for i := range recs {
 		r := &recs[i]
 		m, w, cmd := recordSize(r)
@@ -174,52 +123,21 @@ func (e *Encoder) add(in *AppendInput) error {
 		if metered > MaxAppendBytes {
 			return in.Validate() // reports the byte rule with the full total
 		}
-		if kernel {
-			metas = append(metas, newRecMeta(m, w, cmd, r.HasTimestamp))
-			continue
-		}
-		body := r.Body
-		hs := len(heads)
-		heads = appendHead(heads, r, m, w-len(body), cmd)
-		pieces = append(pieces, heads[hs:len(heads):len(heads)], body)
-		gathered += len(heads) - hs + len(body)
 	}
-	if !kernel && gathered != wire {
-		return errChanged(gathered, wire)
-	}
-write:
-	b := e.buf
-	if len(b)-HeaderSize+maxAppendHeader+wire > MaxObjectBytes {
+	if len(e.buf)-HeaderSize+maxAppendHeader+wire > MaxObjectBytes {
 		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
 	}
+	b := grow(e.buf, maxAppendHeader+wire)
 	b = appendAppendHeader(b, in, flags, n, metered, wire)
 	recStart := len(b)
-	if need := wire + kernelSlack; cap(b)-recStart < need {
-		if kernel {
-			// Room for another append like this one as well, or for as much again as the
-			// object holds (up to 64 MiB more): the record kernel, sizing as it writes
-			// (addFused), needs the room before it starts.
-			need = max(2*need, min(recStart, 64<<20))
-		}
-		b = growAligned(b, need)
+	written := 0
+	for i := range recs {
+		var m int
+		b, m = appendFrame(b, &recs[i])
+		written += m
 	}
-	b = b[:recStart+wire]
-	switch {
-	case kernel:
-		f := e.folded
-		written, folded, _, _ := encodeRecords(e.fold.State(), &b[f], recStart-f, recStart+wire-f, recs, metas)
-		if written != recStart+wire-f {
-			return errFrameChanged
-		}
-		e.fold.Advance(folded)
-		e.folded += folded
-	case e.c == CompressionNone:
-		e.folded += e.fold.Gather(b[e.folded:], recStart-e.folded, pieces)
-	default:
-		o := recStart
-		for _, p := range pieces {
-			o += copy(b[o:], p)
-		}
+	if len(b)-recStart != wire || written != metered {
+		return errChanged(len(b)-recStart, wire)
 	}
 	e.buf = b
 	e.metered += metered
@@ -234,12 +152,10 @@ const maxAppendHeader = appendHeaderSize + 8 + 1 + MaxFencingTokenLen
 // appendAppendHeader appends an append's header: flags, record count, metered and frame
 // totals, then the condition fields the flags announce.
 func appendAppendHeader(b []byte, in *AppendInput, flags byte, n, metered, wire int) []byte {
-	hdr := len(b)
-	b = growAligned(b, maxAppendHeader)
-	b = append(b, flags, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	binary.BigEndian.PutUint16(b[hdr+1:], uint16(n))
-	binary.BigEndian.PutUint32(b[hdr+3:], uint32(metered))
-	binary.BigEndian.PutUint32(b[hdr+7:], uint32(wire))
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint16(b, uint16(n))
+	b = binary.BigEndian.AppendUint32(b, uint32(metered))
+	b = binary.BigEndian.AppendUint32(b, uint32(wire))
 	if in.MatchSeqNum != nil {
 		b = binary.BigEndian.AppendUint64(b, *in.MatchSeqNum)
 	}
@@ -250,110 +166,11 @@ func appendAppendHeader(b []byte, in *AppendInput, flags byte, n, metered, wire 
 	return b
 }
 
-// Appends of at least fusedMinRecords records are first tried with the record kernel
-// sizing as it writes (addFused), which reads each record once instead of twice; its
-// totals go into the append header afterwards, and when the kernel has already folded the
-// header's placeholder the checksum is patched, at about 30 ns, which smaller appends would
-// not win back. Objects within fusedObjectMargin of MaxObjectBytes take the two-pass path,
-// which checks the limit before writing.
-const (
-	fusedMinRecords    = 32
-	fusedObjectMargin  = 16 << 20
-	appendTotalsOffset = 3 // the metered and frame totals in an append header: 8 bytes
-)
-
-// addFused writes an append of envelope records with the record kernel sizing each record
-// as it writes it. ok is false, with nothing written and the checksum state as it was, if
-// the kernel stopped short: at a command record, at a metered total over MaxAppendBytes
-// (the two-pass path reports the error) or for want of room (it grows the buffer).
-func (e *Encoder) addFused(in *AppendInput, recs []Record, flags byte) (ok bool, err error) {
-	hdr := len(e.buf)
-	b := appendAppendHeader(e.buf, in, flags, len(recs), 0, 0)
-	recStart := len(b)
-	f := e.folded
-	limit := cap(b) - kernelSlack
-	if limit <= recStart {
-		return false, nil
-	}
-	b = b[:cap(b)]
-	written, folded, metered, done := encodeRecords(e.fold.State(), &b[f], recStart-f, limit-f, recs, nil)
-	if written < 0 {
-		return false, errFrameChanged
-	}
-	if done < len(recs) {
-		return false, nil
-	}
-	end := f + written
-	b = b[:end]
-	t := b[hdr+appendTotalsOffset : hdr+appendTotalsOffset+8]
-	binary.BigEndian.PutUint32(t, uint32(metered))
-	binary.BigEndian.PutUint32(t[4:], uint32(end-recStart))
-	if foldEnd := f + folded; foldEnd > hdr+appendTotalsOffset {
-		// The kernel folded the totals as zeros: patch the checksum by what they are now,
-		// for the bytes it folded (the rest will be folded as they are).
-		d := e.patchBuf[:]
-		clear(d)
-		copy(d[:min(8, foldEnd-hdr-appendTotalsOffset)], t)
-		e.patch(hdr+appendTotalsOffset, d)
-	}
-	e.fold.Advance(folded)
-	e.folded += folded
-	e.buf = b
-	e.metered += metered
-	e.records += len(recs)
-	e.fusedAppends++
-	return true, nil
-}
-
-// patch records that the object's bytes at [p, p+len(d)) were folded as they were then and
-// changed since by XOR with d; Finish corrects the checksum (crc32c.Raw and Shift). Patches
-// come in increasing order of p.
-func (e *Encoder) patch(p int, d []byte) {
-	end := p + len(d)
-	if e.fixEnd > 0 {
-		e.fix = crc32c.Shift(e.fix, end-e.fixEnd) // over the zeros since, and d's bytes
-	}
-	e.fix ^= crc32c.Raw(d)
-	e.fixEnd = end
-}
-
-// kernelSlack is the spare capacity the record kernel may write into past the last frame: it
-// stores a piece's last partial 64 bytes whole (later frames overwrite the excess), and a
-// length field before it finds that a changed record no longer fits.
-const kernelSlack = 64
-
-// recMeta describes a record frame to the record kernel (encode_amd64.s).
-type recMeta struct {
-	lead  uint32 // the frame's first bytes, in memory order: the magic byte, the metered size
-	leadN uint32 // how many of lead's 4 bytes the frame has: 1 + the metered size's length
-	wire  uint32 // the frame's length
-	ts    uint32 // 1 if the frame has a timestamp
-}
-
-// newRecMeta describes a frame of metered size m (which fits in 3 bytes) and length w, as
-// frameLead lays out its head.
-func newRecMeta(m, w int, cmd, ts bool) recMeta {
-	magic, varlen := frameLead(m, cmd, ts)
-	meta := recMeta{
-		lead:  uint32(magic) | bits.ReverseBytes32(uint32(m)<<(8*(3-varlen))),
-		leadN: uint32(1 + varlen),
-		wire:  uint32(w),
-	}
-	if ts {
-		meta.ts = 1
-	}
-	return meta
-}
-
 // errChanged is the error for an append whose records changed while Add was encoding them
-// (another goroutine wrote to them): the bytes gathered disagree with the sizes measured.
+// (another goroutine wrote to them): the bytes written disagree with the sizes measured.
 func errChanged(written, sized int) error {
 	return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, written, sized)
 }
-
-// errFrameChanged is errChanged for the record kernel, which stops at the first frame whose
-// bytes disagree with its size.
-var errFrameChanged = fmt.Errorf("%w: records changed while being encoded (a frame disagrees with its size)", ErrInvalid)
 
 // recordSize returns r's metered size, the size of its frame, and whether r is shaped as a
 // command record (it then still needs Validate). A metered size beyond the 3-byte field
@@ -372,6 +189,40 @@ func recordSize(r *Record) (metered, wire int, cmd bool) {
 		wire += 8
 	}
 	return metered, wire, cmd
+}
+
+// appendFrame appends r's frame and returns r's metered size. The size must fit in 3 bytes,
+// as the caller's check of the append's size guarantees (a larger one is written clamped).
+func appendFrame(b []byte, r *Record) ([]byte, int) {
+	m := 8 + 2*len(r.Headers) + len(r.Body)
+	cmd := false
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		m += len(h.Name) + len(h.Value)
+		cmd = cmd || len(h.Name) == 0
+	}
+	v := min(m, 1<<24-1)
+	magic, varlen := frameLead(v, cmd, r.HasTimestamp)
+	switch varlen {
+	case 1:
+		b = append(b, magic, byte(v))
+	case 2:
+		b = append(b, magic, byte(v>>8), byte(v))
+	default:
+		b = append(b, magic, byte(v>>16), byte(v>>8), byte(v))
+	}
+	if r.HasTimestamp {
+		b = binary.BigEndian.AppendUint64(b, r.Timestamp)
+	}
+	b = appendLen(b, len(r.Headers))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		b = appendLen(b, len(h.Name))
+		b = append(b, h.Name...)
+		b = appendLen(b, len(h.Value))
+		b = append(b, h.Value...)
+	}
+	return append(b, r.Body...), m
 }
 
 // frameLead returns a record frame's magic byte and the length of its metered-size field,
@@ -400,39 +251,6 @@ func varlenSize(m int) int {
 	return 3
 }
 
-// appendHead appends r's frame up to its body: size bytes, for the metered size m (which
-// must fit in 3 bytes, as the caller's check of the append's size guarantees).
-func appendHead(b []byte, r *Record, m, size int, cmd bool) []byte {
-	m = min(m, 1<<24-1)
-	magic, varlen := frameLead(m, cmd, r.HasTimestamp)
-	n := len(b)
-	b = slices.Grow(b, size)[:n+size]
-	w := b[n:]
-	w[0] = magic
-	switch varlen {
-	case 1:
-		w[1] = byte(m)
-	case 2:
-		w[1], w[2] = byte(m>>8), byte(m)
-	default:
-		w[1], w[2], w[3] = byte(m>>16), byte(m>>8), byte(m)
-	}
-	o := 1 + varlen
-	if r.HasTimestamp {
-		binary.BigEndian.PutUint64(w[o:], r.Timestamp)
-		o += 8
-	}
-	o = putLen(w, o, len(r.Headers))
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		o = putLen(w, o, len(h.Name))
-		o += copy(w[o:], h.Name)
-		o = putLen(w, o, len(h.Value))
-		o += copy(w[o:], h.Value)
-	}
-	return b[:n+o]
-}
-
 // lenSize is the size of a length field for n: 2 bytes, or 6 with the escape.
 func lenSize(n int) int {
 	if n < lenEscape {
@@ -441,15 +259,12 @@ func lenSize(n int) int {
 	return 6
 }
 
-// putLen writes n at w[o:] as 2 bytes, or as the escape 0xFFFF and 4 bytes when n >= 0xFFFF.
-func putLen(w []byte, o, n int) int {
+// appendLen appends n as 2 bytes, or as the escape 0xFFFF and 4 bytes when n >= 0xFFFF.
+func appendLen(b []byte, n int) []byte {
 	if n < lenEscape {
-		w[o], w[o+1] = byte(n>>8), byte(n)
-		return o + 2
+		return append(b, byte(n>>8), byte(n))
 	}
-	w[o], w[o+1] = 0xFF, 0xFF
-	binary.BigEndian.PutUint32(w[o+2:], uint32(n))
-	return o + 6
+	return binary.BigEndian.AppendUint32(append(b, 0xFF, 0xFF), uint32(n))
 }
 
 // Finish returns the object's bytes, compressed if configured. They stay valid until Reset
@@ -469,7 +284,6 @@ func (e *Encoder) Finish() ([]byte, error) {
 			e.out = make([]byte, 0, need)
 		}
 		obj = zstdEncoder().EncodeAll(payload, e.out[:HeaderSize])
-		e.out = obj
 	}
 	if len(obj)-HeaderSize > MaxObjectBytes {
 		return nil, fmt.Errorf("%w: stored payload of %d bytes exceeds %d", ErrInvalid, len(obj)-HeaderSize, MaxObjectBytes)
@@ -483,25 +297,7 @@ func (e *Encoder) Finish() ([]byte, error) {
 	binary.BigEndian.PutUint32(h[12:], uint32(e.records))
 	binary.BigEndian.PutUint32(h[16:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(h[20:], uint32(len(obj)-HeaderSize))
-	var sum uint32
-	if e.c == CompressionNone {
-		// The payload was folded while it was written; fold the rest and put the header's
-		// checksum in front.
-		rest := obj[e.folded:]
-		whole := len(rest) &^ (crc32c.BlockSize - 1)
-		e.fold.Blocks(rest[:whole])
-		e.folded += whole
-		sum = e.fold.SumAfter(crc32c.Checksum(h), rest[whole:])
-		if e.fixEnd > 0 {
-			sum ^= crc32c.Shift(e.fix, len(obj)-e.fixEnd)
-		}
-	} else {
-		sum = crc32c.Checksum(obj)
-	}
-	if e.c == CompressionNone {
-		obj = growAligned(obj, TrailerSize)
-	}
-	obj = binary.BigEndian.AppendUint32(obj, sum)
+	obj = binary.BigEndian.AppendUint32(obj, crc32.Checksum(obj, crcTable))
 	if e.c == CompressionNone {
 		e.buf = obj[:len(obj)-TrailerSize] // keep the buffer if append grew it
 	} else {
@@ -510,26 +306,16 @@ func (e *Encoder) Finish() ([]byte, error) {
 	return obj, nil
 }
 
-// alignedBuf returns a buffer of the given length and capacity whose payload (the bytes from
-// HeaderSize on, which the checksum folds in blocks) starts on a 64-byte boundary, so that
-// the fold's 64-byte loads each read one cache line, not two.
-func alignedBuf(length, capacity int) []byte {
-	raw := make([]byte, capacity+63)
-	off := int(-(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) + HeaderSize) & 63)
-	return raw[off : off+length : off+capacity]
-}
-
-// growAligned is slices.Grow for the encoder's buffer: room for n more bytes, the payload
-// kept on a 64-byte boundary (alignedBuf).
-func growAligned(b []byte, n int) []byte {
+// grow returns b with room for n more bytes. It doubles the capacity up to 1 MiB, then
+// adds a quarter: fewer copies on the way from 64 KiB to a flush size of a few MiB than
+// append's growth, which nears a quarter long before 1 MiB.
+func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
 		return b
 	}
 	c := 2 * cap(b)
 	if cap(b) >= 1<<20 {
-		c = cap(b) + cap(b)/4 // as append grows large slices
+		c = cap(b) + cap(b)/4
 	}
-	nb := alignedBuf(len(b), max(c, len(b)+n))
-	copy(nb, b)
-	return nb
+	return slices.Grow(b, max(c, len(b)+n)-len(b))
 }

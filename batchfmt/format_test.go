@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 func TestCompressionStrings(t *testing.T) {
@@ -549,13 +548,11 @@ func FuzzParseCompression(f *testing.F) {
 	})
 }
 
-// TestEncoderChecksumWhileWriting drives the uncompressed encoder's checksum, which is
-// folded while records are gathered into the object (each 256-byte block folded as soon as
-// it is written): bodies of every size around the kernel's 64-byte moves and 256-byte fold
-// blocks, empty bodies, frames that straddle block boundaries, a Finish in
-// the middle followed by more appends, and Reset. Each object's CRC32C is checked against
-// hash/crc32 over its bytes, and its records against the input.
-func TestEncoderChecksumWhileWriting(t *testing.T) {
+// TestEncoderObjectChecksum drives the uncompressed encoder's checksum: bodies of many
+// sizes, empty ones and multiples of 64 bytes among them, a Finish in the middle followed
+// by more appends, and Reset. Each object's CRC32C is checked against hash/crc32 over its
+// bytes, and its records against the input.
+func TestEncoderObjectChecksum(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 9))
 	e := NewEncoder(CompressionNone)
@@ -614,68 +611,4 @@ func checkObjectCRC(t *testing.T, e *Encoder, ins []AppendInput) {
 		t.Fatal(err)
 	}
 	checkBatch(t, b, ins, nil)
-}
-
-// TestEncoderPayloadAligned: the encoder keeps its payload (the bytes the checksum folds in
-// 64-byte loads) on a 64-byte boundary, from Reset and through every growth, including
-// across Finish and Reset.
-func TestEncoderPayloadAligned(t *testing.T) {
-	e := NewEncoder(CompressionNone)
-	for round := range 3 {
-		e.Reset()
-		for i := range 40 * (round + 1) {
-			in := AppendInput{Records: []Record{{Body: make([]byte, 1000+i*97)}}}
-			e.Add(&in)
-			if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
-				t.Fatalf("round %d, append %d: payload at %d bytes past a 64-byte boundary", round, i, a)
-			}
-		}
-		if _, err := e.Finish(); err != nil {
-			t.Fatal(err)
-		}
-		if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
-			t.Fatalf("round %d, after Finish: payload at %d bytes past a 64-byte boundary", round, a)
-		}
-	}
-}
-
-// TestEncoderPayloadAlignedAfterLongAppendHeader: the payload stays aligned when an append
-// header (up to 68 bytes, with match_seq_num and a 48-byte fencing token) is the write that
-// outgrows the buffer: after an Add only kernelSlack (64) bytes of room are sure to be left.
-// (A plain append there would reallocate the buffer unaligned.)
-func TestEncoderPayloadAlignedAfterLongAppendHeader(t *testing.T) {
-	e := NewEncoder(CompressionNone)
-	aligned := func(what string) {
-		t.Helper()
-		if a := uintptr(unsafe.Pointer(&e.buf[:HeaderSize+1][HeaderSize])) % 64; a != 0 {
-			t.Fatalf("%s: payload at %d bytes past a 64-byte boundary (len %d cap %d)", what, a, len(e.buf), cap(e.buf))
-		}
-	}
-	aligned("after Reset")
-	// Fill the buffer so that exactly 64 bytes of capacity are left after the first append:
-	// wire = body + 5 (2-byte header count, magic, 2-byte metered size).
-	body := cap(e.buf) - len(e.buf) - appendHeaderSize - 64 - 5
-	if body+8 >= 1<<16 || body <= 256 {
-		t.Skipf("unexpected initial capacity %d", cap(e.buf))
-	}
-	if e.Add(&AppendInput{Records: []Record{{Body: bytes.Repeat([]byte{'a'}, body)}}}) < 0 {
-		t.Fatal(e.Err())
-	}
-	if spare := cap(e.buf) - len(e.buf); spare != 64 {
-		t.Skipf("spare capacity %d, want 64 for this test", spare)
-	}
-	aligned("after the first append")
-	seq := uint64(1)
-	tok := string(bytes.Repeat([]byte{'t'}, MaxFencingTokenLen))
-	if e.Add(&AppendInput{MatchSeqNum: &seq, FencingToken: &tok, Records: []Record{{Body: []byte("x")}}}) < 0 {
-		t.Fatal(e.Err())
-	}
-	aligned("after an append with a 68-byte header")
-	obj, err := e.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Decode(obj); err != nil {
-		t.Fatalf("decode: %v", err)
-	}
 }

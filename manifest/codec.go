@@ -3,10 +3,9 @@ package manifest
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
-
-	"github.com/sluice-dev/sluice/internal/crc32c"
 )
 
 // Format constants (see the package doc for the layout).
@@ -20,6 +19,9 @@ const (
 	headerLen              = 5 // magic + version
 	trailerLen             = 4 // CRC32C
 )
+
+// crcTable is the CRC-32C (Castagnoli) table of the trailers.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 var (
 	manifestMagic = [4]byte{'S', 'L', 'M', 'F'}
@@ -56,7 +58,7 @@ func frame(magic [4]byte, version byte, body func(*encoder)) []byte {
 	e.raw(magic[:])
 	e.byte1(version)
 	body(e)
-	e.b = binary.BigEndian.AppendUint32(e.b, crc32c.Checksum(e.b))
+	e.b = binary.BigEndian.AppendUint32(e.b, crc32.Checksum(e.b, crcTable))
 	return e.b
 }
 
@@ -267,7 +269,7 @@ func unframe(key string, magic [4]byte, data []byte, versions ...byte) (*decoder
 		return nil, 0, corrupt(key, "bad magic %q", data[:4])
 	}
 	body, sum := data[:len(data)-trailerLen], binary.BigEndian.Uint32(data[len(data)-trailerLen:])
-	if got := crc32c.Checksum(body); got != sum {
+	if got := crc32.Checksum(body, crcTable); got != sum {
 		return nil, 0, corrupt(key, "checksum mismatch (stored %08x, computed %08x)", sum, got)
 	}
 	v := data[4]

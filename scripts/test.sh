@@ -21,7 +21,7 @@ VERSITYGW_VERSION=v1.8.0
 RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=(install_s2_sdk)
-POST_TEST_STEPS=(test_purego test_avx2 test_pclmul test_arm64)
+POST_TEST_STEPS=()
 GO_TEST_FLAGS=(-count=1 -timeout=12m)
 
 log() { printf '\n==> %s\n' "$*"; }
@@ -43,63 +43,6 @@ trap 'exit 130' INT TERM
 GOBIN_DIR="$(go env GOBIN)"
 [[ -n "$GOBIN_DIR" ]] || GOBIN_DIR="$(go env GOPATH)/bin"
 VGW="$GOBIN_DIR/versitygw"
-
-# The portable code paths (hash/crc32 and Go loops instead of the amd64 kernels), which this
-# machine would otherwise never run.
-test_purego() {
-	log "go test -tags purego (portable paths of the checksum and batch format kernels)"
-	go test "${GO_TEST_FLAGS[@]}" -tags purego ./internal/crc32c/... ./batchfmt/...
-}
-
-# The AVX2 kernels of the checksum and the record encoder, on a CPU with AVX-512 as well
-# (GODEBUG turns AVX-512 off in golang.org/x/sys/cpu). The kernel tests already run every
-# kernel the CPU has; this runs the whole of both packages on the AVX2 one.
-test_avx2() {
-	log "go test with GODEBUG=cpu.avx512f=off (AVX2 kernels, where the CPU has them)"
-	GODEBUG=cpu.avx512f=off go test "${GO_TEST_FLAGS[@]}" ./internal/crc32c/... ./batchfmt/...
-}
-
-# The pclmul kernels (128-bit carry-less multiplication, for CPUs without VPCLMULQDQ), which
-# GODEBUG cannot select on a CPU that has VPCLMULQDQ: batchfmt's tests read SLUICE_TEST_KERNEL
-# (crc32c's tests run every kernel the CPU has anyway).
-test_pclmul() {
-	log "go test ./batchfmt with SLUICE_TEST_KERNEL=pclmul (the kernels for CPUs without VPCLMULQDQ)"
-	local flag
-	for flag in avx2 pclmulqdq sse4_1 sse4_2 bmi2; do
-		if ! grep -qw "$flag" /proc/cpuinfo 2>/dev/null; then
-			warn "no $flag in /proc/cpuinfo: the pclmul kernels cannot run here, SKIPPED"
-			return 0
-		fi
-	done
-	SLUICE_TEST_KERNEL=pclmul go test "${GO_TEST_FLAGS[@]}" ./batchfmt/...
-}
-
-# The arm64 build of the checksum and batch format packages (crc32c's three-chain CRC32CX
-# path, and the portable record code), run under qemu-aarch64 user emulation. qemu-user comes
-# from Debian's packages (about 12 MB), installed here when the script runs as root with
-# apt-get; without it the step is skipped with a warning (an extra platform, not a reason to
-# fail the run, even under CI=true).
-test_arm64() {
-	log "go test for GOARCH=arm64 under qemu-aarch64 (internal/crc32c, batchfmt)"
-	if ! command -v qemu-aarch64 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get install -y -q qemu-user >"$WORK/qemu-install.log" 2>&1 ||
-			{ apt-get update -q >>"$WORK/qemu-install.log" 2>&1 && apt-get install -y -q qemu-user >>"$WORK/qemu-install.log" 2>&1; } ||
-			tail -5 "$WORK/qemu-install.log"
-	fi
-	if ! command -v qemu-aarch64 >/dev/null 2>&1; then
-		warn "qemu-aarch64 missing (apt-get install qemu-user): the arm64 tests are SKIPPED"
-		return 0
-	fi
-	local pkg
-	for pkg in internal/crc32c batchfmt; do
-		GOARCH=arm64 go test -c -o "$WORK/arm64-$(basename "$pkg").test" "./$pkg"
-		# Test binaries run in their package's directory (for testdata/).
-		(cd "$pkg" && qemu-aarch64 "$WORK/arm64-$(basename "$pkg").test" -test.count=1 -test.timeout=10m) ||
-			{ warn "arm64 tests of $pkg failed"; exit 1; }
-		echo "ok  $pkg (arm64, qemu-aarch64)"
-	done
-}
 
 install_versitygw() {
 	if [[ -x "$VGW" ]] && go version -m "$VGW" 2>/dev/null | grep -q "mod[[:space:]]*github.com/versity/versitygw[[:space:]]*$VERSITYGW_VERSION[[:space:]]"; then
@@ -172,7 +115,7 @@ else
 	unset SLUICE_TEST_S3_URL
 fi
 
-for step in "${PRE_TEST_STEPS[@]}"; do
+for step in ${PRE_TEST_STEPS[@]+"${PRE_TEST_STEPS[@]}"}; do
 	log "$step"
 	"$step"
 done
@@ -205,9 +148,7 @@ log "go vet ./..."
 go vet ./...
 echo "ok"
 
-# The assembly is for amd64 (and one arm64 function): the portable code must still build,
-# and vet, elsewhere
-# (32-bit ints included).
+# The code must build, and vet, on other architectures too (32-bit ints included).
 log "go vet ./... for 386 and arm64"
 GOARCH=386 go vet ./...
 GOARCH=arm64 go vet ./...
@@ -239,7 +180,7 @@ if ((${#OTHER_PKGS[@]} > 0)); then
 	go test "${GO_TEST_FLAGS[@]}" "${OTHER_PKGS[@]}"
 fi
 
-for step in "${POST_TEST_STEPS[@]}"; do
+for step in ${POST_TEST_STEPS[@]+"${POST_TEST_STEPS[@]}"}; do
 	log "$step"
 	"$step"
 done
