@@ -126,7 +126,9 @@ func TestCrashS3(t *testing.T) {
 		}
 	})
 	runCrash(t, storeURL, false)
-	t.Run("committer", func(t *testing.T) { runCrash(t, storeURL+"-committer", true) })
+	sub := *u
+	sub.Path += "/committer" // under the prefix removed afterwards
+	t.Run("committer", func(t *testing.T) { runCrash(t, sub.String(), true) })
 }
 
 // ackLine is one line "sluice append" prints per acknowledged append.

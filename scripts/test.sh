@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 VERSITYGW_VERSION=v1.8.0
 # Packages tested with -race (go list patterns). Extend as packages gain concurrency tests.
-RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
+RACE_PKGS=(./objectstore/... ./manifest/... ./producer/... ./committer/... ./server/... ./consumer/... ./gc/... ./engine/... ./catalog/... ./sim/...)
 # Extra steps, run in order (function names).
 PRE_TEST_STEPS=(install_s2_sdk)
 POST_TEST_STEPS=()
