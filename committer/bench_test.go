@@ -1,0 +1,188 @@
+package committer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
+	"github.com/sluice-dev/sluice/producer"
+)
+
+// delayStore adds a round trip of rtt to every request, as a cloud's object store has.
+type delayStore struct {
+	objectstore.Store
+	rtt time.Duration
+}
+
+func (d *delayStore) wait(ctx context.Context) error {
+	t := time.NewTimer(d.rtt)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *delayStore) Get(ctx context.Context, key string, o objectstore.GetOptions) (*objectstore.Object, error) {
+	if err := d.wait(ctx); err != nil {
+		return nil, err
+	}
+	return d.Store.Get(ctx, key, o)
+}
+
+func (d *delayStore) Put(ctx context.Context, key string, body io.Reader, size int64, c objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	if err := d.wait(ctx); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	return d.Store.Put(ctx, key, body, size, c)
+}
+
+// BenchmarkManyProducers runs N producers (1, 4, 16, 64) on one stream, sharing 10,000
+// records/s of 1 KiB by per-record Submit with the default config, on a store with a 30 ms
+// round trip (the memory store, or the S3 server of SLUICE_TEST_S3_URL under a prefix of its
+// own), committing directly and through one committer. It reports records/s and the
+// ack latency's p50 and p99, and p99 against N=1's of the same mode (p99_vs_1).
+//
+//	go test -run '^$' -bench ManyProducers -benchtime 1x ./committer
+func BenchmarkManyProducers(b *testing.B) {
+	const rate, rtt, dur = 10_000, 30 * time.Millisecond, 4 * time.Second
+	for _, mode := range []string{"direct", "committer"} {
+		var base float64
+		for _, n := range []int{1, 4, 16, 64} {
+			b.Run(fmt.Sprintf("%s/producers=%d", mode, n), func(b *testing.B) {
+				for range b.N {
+					recs, lat := runLoad(b, mode == "committer", n, rate, rtt, dur)
+					p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+					if n == 1 {
+						base = p99
+					}
+					b.ReportMetric(float64(recs)/dur.Seconds(), "records/s")
+					b.ReportMetric(p50, "ack_p50_ms")
+					b.ReportMetric(p99, "ack_p99_ms")
+					b.ReportMetric(p99/base, "p99_vs_1")
+				}
+			})
+		}
+	}
+}
+
+// runLoad submits rate records/s shared by n producers for dur and returns how many were
+// acknowledged and their ack latencies in ms, sorted.
+func runLoad(b *testing.B, viaCommitter bool, n, rate int, rtt, dur time.Duration) (int, []float64) {
+	ctx := context.Background()
+	var inner objectstore.Store = objectstore.NewMemStore()
+	if raw := os.Getenv("SLUICE_TEST_S3_URL"); raw != "" {
+		s, err := storeurl.Open(ctx, prefixed(b, raw, fmt.Sprintf("bench-%d", time.Now().UnixNano())))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		inner = s
+	}
+	store := &delayStore{Store: inner, rtt: rtt}
+	if _, err := manifest.Create(ctx, inner, path, manifest.DefaultConfig(), time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	url := ""
+	if viaCommitter {
+		cfg := committer.DefaultConfig()
+		srv := httptest.NewUnstartedServer(nil)
+		cfg.Store, cfg.ID, cfg.URL = store, "bench", "http://"+srv.Listener.Addr().String()
+		c, err := committer.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(committer.Path, c.Handler())
+		srv.Config.Handler = mux
+		srv.Start()
+		defer func() { srv.Close(); c.Close(ctx) }()
+		url = srv.URL
+	}
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	body := make([]byte, 1024)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := producer.DefaultConfig()
+			cfg.ObjectStore = store
+			cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
+			cfg.Committer = url
+			p, err := producer.New(ctx, cfg)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			type sent struct {
+				at time.Time
+				t  *producer.RecordTicket
+			}
+			tickets := make(chan sent, 1<<16)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var mine []float64
+				for s := range tickets {
+					if _, err := s.t.Wait(ctx); err == nil {
+						mine = append(mine, float64(time.Since(s.at).Microseconds())/1000)
+					}
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+			const tick = 10 * time.Millisecond
+			perTick := float64(rate) / float64(n) * tick.Seconds()
+			start := time.Now()
+			for k := 0; time.Since(start) < dur; k++ {
+				time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
+				for range int(float64(k+1)*perTick) - int(float64(k)*perTick) {
+					t, err := p.Submit(ctx, batchfmt.Record{Body: body})
+					if err != nil {
+						b.Error(err)
+						break
+					}
+					tickets <- sent{time.Now(), t}
+				}
+			}
+			close(tickets)
+			<-done
+			p.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		b.Fatal("nothing acknowledged")
+	}
+	return len(lat), lat
+}
+
+// prefixed is the store URL raw with sub appended to its path.
+func prefixed(b *testing.B, raw, sub string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + sub
+	return u.String()
+}
