@@ -70,3 +70,72 @@ func TestServeAsCommitter(t *testing.T) {
 	}
 	t.Logf("%v manifest writes for %v batches (%.1f per write)", count, sum, sum/count)
 }
+
+// TestDaemonsActAsOne: four daemons on one store, each a committer at its own address, take
+// appends for one stream round-robin, as behind a load balancer. One holds the stream's role
+// and commits for all; no append fails, and every record is in the stream once.
+func TestDaemonsActAsOne(t *testing.T) {
+	dir := t.TempDir()
+	var bases []string
+	for range 4 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		bases = append(bases, startServe(t, dir, nil, "--store", "./d", "--listen", addr, "--advertise-url", "http://"+addr))
+	}
+	do := apiCaller(t, bases[0], "lb-basin")
+	for _, c := range [][3]string{{"POST", "/v1/basins", `{"basin":"lb-basin"}`}, {"POST", "/v1/streams", `{"stream":"s"}`}} {
+		if code, body := do(c[0], c[1], c[2]); code/100 != 2 {
+			t.Fatalf("%s %s: %d %s", c[0], c[1], code, body)
+		}
+	}
+	const clients, appends, perAppend = 4, 30, 10
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range appends {
+				var recs []string
+				for r := range perAppend {
+					recs = append(recs, fmt.Sprintf(`{"body":"c%d-a%d-r%d"}`, c, a, r))
+				}
+				call := apiCaller(t, bases[(c+a)%len(bases)], "lb-basin")
+				if code, body := call("POST", "/v1/streams/s/records", `{"records":[`+strings.Join(recs, ",")+`]}`); code != 200 {
+					t.Errorf("client %d append %d: %d %s", c, a, code, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for from := 0; from < clients*appends*perAppend; from += 1000 {
+		code, body := do("GET", fmt.Sprintf("/v1/streams/s/records?seq_num=%d&count=1000", from), "")
+		if code != 200 {
+			t.Fatalf("read: %d %s", code, body)
+		}
+		for _, m := range regexp.MustCompile(`"body":"(c\d+-a\d+-r\d+)"`).FindAllStringSubmatch(body, -1) {
+			if seen[m[1]] {
+				t.Fatalf("record %s read twice", m[1])
+			}
+			seen[m[1]] = true
+		}
+	}
+	if len(seen) != clients*appends*perAppend {
+		t.Fatalf("read %d records, want %d", len(seen), clients*appends*perAppend)
+	}
+	holders := 0
+	for _, b := range bases {
+		_, metrics := httpGet(t, b+"/metrics")
+		if m := regexp.MustCompile(`(?m)^sluice_committer_manifest_writes_total (\S+)$`).FindStringSubmatch(metrics); m != nil && m[1] != "0" {
+			holders++
+		}
+	}
+	if holders != 1 {
+		t.Fatalf("%d daemons committed as the committer, want exactly one", holders)
+	}
+}
