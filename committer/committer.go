@@ -23,6 +23,10 @@ type Config struct {
 	URL string
 	// Lease is how long each write holds the role. Default 10 s.
 	Lease time.Duration
+	// RequestTTL: a request is not written in an attempt that starts later than this after it
+	// arrived (it is answered as failed, with CodeStorage after an attempt whose outcome is
+	// unknown). Default 10 s, the producers' wait for an answer.
+	RequestTTL time.Duration
 	// MaxWriteRetries bounds the writes one group of requests is tried with before its
 	// requests are answered with CodeStorage. Default 20.
 	MaxWriteRetries int
@@ -38,7 +42,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults; Store, ID and URL are left empty.
 func DefaultConfig() Config {
-	return Config{Lease: 10 * time.Second, MaxWriteRetries: 20, Backoff: manifest.DefaultBackoff(),
+	return Config{Lease: 10 * time.Second, RequestTTL: 10 * time.Second, MaxWriteRetries: 20, Backoff: manifest.DefaultBackoff(),
 		Logger: slog.New(slog.DiscardHandler), Now: time.Now}
 }
 
@@ -61,6 +65,9 @@ func (c *Config) validate() error {
 	}
 	if c.Lease <= 0 {
 		bad("lease %v must be positive", c.Lease)
+	}
+	if c.RequestTTL <= 0 {
+		bad("request ttl %v must be positive", c.RequestTTL)
 	}
 	if c.MaxWriteRetries <= 0 {
 		bad("max write retries %d must be positive", c.MaxWriteRetries)

@@ -146,17 +146,24 @@ func (s *stream) commit(group []*pending) {
 	s.answerAll(group, &Error{Code: CodeStorage, Message: msg})
 }
 
-// dropGone answers and drops the requests whose callers gave up. Before the first attempt
-// none of them was written; after a failed one (retry) they may have been, and are kept so
-// that they are answered with what the manifest says.
+// dropGone answers and drops the requests whose callers gave up or that are older than
+// RequestTTL, so that no batch is committed long after its producer sent it (its object must
+// not outlive the collector's grace period unreferenced). Before the first attempt none of
+// them was written (CodeStopping); on a retry an earlier attempt may have written them
+// (CodeStorage: the producer learns the outcome from the manifest).
 func (s *stream) dropGone(group []*pending, retry bool) []*pending {
+	code := CodeStopping
 	if retry {
-		return group
+		code = CodeStorage
 	}
 	kept := group[:0]
 	for _, pr := range group {
-		if err := pr.ctx.Err(); err != nil {
-			pr.done <- &Response{Error: &Error{Code: CodeStopping, Message: "request abandoned: " + err.Error()}}
+		err := pr.ctx.Err()
+		if err == nil && time.Since(pr.at) > s.c.cfg.RequestTTL {
+			err = fmt.Errorf("not written within %v", s.c.cfg.RequestTTL)
+		}
+		if err != nil {
+			pr.done <- &Response{Error: &Error{Code: code, Message: "request abandoned: " + err.Error()}}
 			continue
 		}
 		kept = append(kept, pr)
