@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
@@ -67,7 +68,7 @@ func BenchmarkManyProducers(b *testing.B) {
 		for _, n := range []int{1, 4, 16, 64} {
 			b.Run(fmt.Sprintf("%s/producers=%d", mode, n), func(b *testing.B) {
 				for range b.N {
-					recs, lat := runLoad(b, mode == "committer", n, rate, rtt, dur)
+					recs, lat := runLoad(b, mode == "committer", n, 0, rate, rtt, dur)
 					p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 					if n == 1 {
 						base = p99
@@ -82,9 +83,37 @@ func BenchmarkManyProducers(b *testing.B) {
 	}
 }
 
-// runLoad submits rate records/s shared by n producers for dur and returns how many were
-// acknowledged and their ack latencies in ms, sorted.
-func runLoad(b *testing.B, viaCommitter bool, n, rate int, rtt, dur time.Duration) (int, []float64) {
+// BenchmarkGroupsAcking runs one producer at 10,000 records/s of 1 KiB while 0 or 2
+// consumer groups follow the stream and acknowledge (every 100 ms), committing directly and
+// through a committer (which then also writes the groups' checkpoints). It reports the
+// producer's ack p99 against the same mode's without groups (p99_vs_0).
+//
+//	go test -run '^$' -bench GroupsAcking -benchtime 1x ./committer
+func BenchmarkGroupsAcking(b *testing.B) {
+	const rate, rtt, dur = 10_000, 30 * time.Millisecond, 4 * time.Second
+	for _, mode := range []string{"direct", "committer"} {
+		var base float64
+		for _, groups := range []int{0, 2} {
+			b.Run(fmt.Sprintf("%s/groups=%d", mode, groups), func(b *testing.B) {
+				for range b.N {
+					_, lat := runLoad(b, mode == "committer", 1, groups, rate, rtt, dur)
+					p99 := lat[len(lat)*99/100]
+					if groups == 0 {
+						base = p99
+					}
+					b.ReportMetric(lat[len(lat)/2], "ack_p50_ms")
+					b.ReportMetric(p99, "ack_p99_ms")
+					b.ReportMetric(p99/base, "p99_vs_0")
+				}
+			})
+		}
+	}
+}
+
+// runLoad submits rate records/s shared by n producers for dur, while groups consumer
+// groups follow and acknowledge, and returns how many records were acknowledged and their
+// ack latencies in ms, sorted.
+func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time.Duration) (int, []float64) {
 	ctx := context.Background()
 	var inner objectstore.Store = objectstore.NewMemStore()
 	if raw := os.Getenv("SLUICE_TEST_S3_URL"); raw != "" {
@@ -115,6 +144,16 @@ func runLoad(b *testing.B, viaCommitter bool, n, rate int, rtt, dur time.Duratio
 		defer func() { srv.Close(); c.Close(ctx) }()
 		url = srv.URL
 	}
+	gctx, stopGroups := context.WithCancel(ctx)
+	var gwg sync.WaitGroup
+	for g := range groups {
+		gwg.Add(1)
+		go func() {
+			defer gwg.Done()
+			follow(gctx, b, store, url, fmt.Sprintf("g%d", g))
+		}()
+	}
+	defer func() { stopGroups(); gwg.Wait() }()
 	var mu sync.Mutex
 	var lat []float64
 	var wg sync.WaitGroup
@@ -185,4 +224,27 @@ func prefixed(b *testing.B, raw, sub string) string {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + sub
 	return u.String()
+}
+
+// follow is a member of group that reads the stream and acknowledges every batch, its
+// checkpoints written every 100 ms, until ctx ends.
+func follow(ctx context.Context, b *testing.B, store objectstore.Store, url, group string) {
+	cfg := consumer.DefaultConfig()
+	cfg.ObjectStore, cfg.ManifestPath, cfg.DataPathPrefix = store, path, "s/data"
+	cfg.Group, cfg.AckInterval, cfg.Committer = group, 100*time.Millisecond, url
+	m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer m.Close(context.Background())
+	for {
+		batch, err := m.Next(ctx)
+		if err != nil {
+			return
+		}
+		if n := len(batch.Records); n > 0 {
+			m.AckThrough(batch.Records[n-1].SeqNum)
+		}
+	}
 }

@@ -7,9 +7,9 @@ import (
 )
 
 type metrics struct {
-	writes, writeErrors, roleChanges, requests prometheus.Counter
-	batchesPerWrite, requestsPerWrite          prometheus.Histogram
-	writeSeconds, requestSeconds               prometheus.Histogram
+	writes, writeErrors, roleChanges, requests, checkpoints prometheus.Counter
+	batchesPerWrite, requestsPerWrite                       prometheus.Histogram
+	writeSeconds, requestSeconds                            prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,6 +24,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		writeErrors:      c("manifest_write_errors_total", "Failed manifest writes (conflicts not counted), retried."),
 		roleChanges:      c("role_changes_total", "Times this committer took a stream's role from another or from none."),
 		requests:         c("requests_total", "Commit requests received."),
+		checkpoints:      c("checkpoints_total", "Consumer group checkpoints written with commits."),
 		batchesPerWrite:  h("batches_per_write", "Batches committed per manifest write (group commit across writers).", prometheus.ExponentialBuckets(1, 2, 12)),
 		requestsPerWrite: h("requests_per_write", "Commit requests answered per manifest write.", prometheus.ExponentialBuckets(1, 2, 10)),
 		writeSeconds:     h("manifest_write_seconds", "Duration of manifest write attempts.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
@@ -45,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.writeErrors, m.roleChanges, m.requests, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds}
+	return []prometheus.Collector{m.writes, m.writeErrors, m.roleChanges, m.requests, m.checkpoints, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

@@ -103,11 +103,12 @@ func (s *stream) commit(group []*pending) {
 			return
 		}
 		answers := make([]*Response, len(group))
-		batches, writing := 0, 0
+		batches, checkpoints, writing := 0, 0, 0
 		for i, pr := range group {
 			answers[i] = apply(st, pr.req)
 			if answers[i].Error == nil {
 				batches += len(pr.req.Batches)
+				checkpoints += len(pr.req.Checkpoints)
 				writing++
 			}
 		}
@@ -127,6 +128,7 @@ func (s *stream) commit(group []*pending) {
 			s.held = true
 			s.c.m.writes.Inc()
 			s.c.m.batchesPerWrite.Observe(float64(batches))
+			s.c.m.checkpoints.Add(float64(checkpoints))
 			s.c.m.requestsPerWrite.Observe(float64(writing))
 			s.answer(group, answers, st)
 			return
@@ -210,6 +212,21 @@ func apply(st *manifest.State, req *Request) *Response {
 			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
 		}
 		out.Batches[i] = batchResult(res)
+	}
+	for _, cp := range req.Checkpoints {
+		var r CheckpointResult
+		_, err := try.SetCheckpoint(cp.Group, cp.Epoch, cp.SeqNum)
+		var stale *manifest.StaleEpochError
+		switch {
+		case errors.As(err, &stale):
+			r.StaleEpoch = &stale.Current
+		case errors.Is(err, manifest.ErrNoGroup):
+			r.NoGroup = true
+		case err != nil:
+			r.Error = err.Error()
+		}
+		r.Checkpoint = try.Groups[cp.Group].Checkpoint
+		out.Checkpoints = append(out.Checkpoints, r)
 	}
 	*st = *try
 	return out

@@ -17,8 +17,29 @@ const Path = "/sluice/v1/commit"
 type Request struct {
 	ManifestPath string  `json:"manifest_path"`
 	Generation   string  `json:"generation"` // hex, as the producer opened the stream
-	ProducerID   string  `json:"producer_id"`
-	Batches      []Batch `json:"batches"`
+	ProducerID   string  `json:"producer_id,omitempty"`
+	Batches      []Batch `json:"batches,omitempty"`
+	// Checkpoints move consumer groups' checkpoints in the same write (a group member's
+	// acks), so that acking does not compete with commits for the manifest's writes.
+	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+}
+
+// Checkpoint asks to move a group's checkpoint to SeqNum (never backwards), as its member
+// of Epoch; a stale epoch is refused as manifest.State.SetCheckpoint refuses it.
+type Checkpoint struct {
+	Group  string `json:"group"`
+	Epoch  uint64 `json:"epoch"`
+	SeqNum uint64 `json:"seq_num"`
+}
+
+// CheckpointResult is the group's checkpoint after the write, or why it did not move:
+// StaleEpoch is the group's current epoch when the member's is stale, NoGroup that the
+// group is gone, Error any other refusal (a checkpoint past the tail).
+type CheckpointResult struct {
+	Checkpoint uint64  `json:"checkpoint"`
+	StaleEpoch *uint64 `json:"stale_epoch,omitempty"`
+	NoGroup    bool    `json:"no_group,omitempty"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // Batch is one uploaded batch object.
@@ -54,9 +75,10 @@ type Record struct {
 // Response answers a Request: per batch, what a direct commit would have given, and the
 // stream's tail after the write; or Error, when nothing of the request was committed.
 type Response struct {
-	Tail    manifest.Position `json:"tail"`
-	Batches []BatchResult     `json:"batches,omitempty"`
-	Error   *Error            `json:"error,omitempty"`
+	Tail        manifest.Position  `json:"tail"`
+	Batches     []BatchResult      `json:"batches,omitempty"`
+	Checkpoints []CheckpointResult `json:"checkpoints,omitempty"`
+	Error       *Error             `json:"error,omitempty"`
 }
 
 // BatchResult is the outcome of one batch. Duplicate: it was committed already (by an
@@ -149,8 +171,11 @@ func (b *Batch) manifestBatch(id string) *manifest.Batch {
 
 // validate reports what is wrong with r, or nil.
 func (r *Request) validate() error {
-	if r.ManifestPath == "" || r.ProducerID == "" || len(r.Batches) == 0 {
-		return fmt.Errorf("a request needs a manifest path, a producer id and batches")
+	if r.ManifestPath == "" || (len(r.Batches) == 0 && len(r.Checkpoints) == 0) {
+		return fmt.Errorf("a request needs a manifest path, and batches or checkpoints")
+	}
+	if len(r.Batches) > 0 && r.ProducerID == "" {
+		return fmt.Errorf("batches need a producer id")
 	}
 	if g, err := hex.DecodeString(r.Generation); err != nil || len(g) != 16 {
 		return fmt.Errorf("generation %q is not 32 hex digits", r.Generation)

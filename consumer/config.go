@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,12 @@ type Config struct {
 	// AckRecords: pending acknowledgements covering this many records are written at once,
 	// without waiting for AckInterval. Default 10000; must be > 0.
 	AckRecords int
+	// Committer is the URL of a committer (sluice serve --advertise-url) that writes a
+	// group's checkpoints with its commits, while the manifest names none; a live one it names
+	// is used first. With none answering the member writes them itself. Default "".
+	Committer string
+	// CommitterToken is the bearer token for the committer's API.
+	CommitterToken string
 	// Backoff between retries of failed object and manifest reads.
 	Backoff manifest.Backoff
 	// FetchAttempts is how many times a failed object read (other than a missing or corrupt
@@ -105,6 +112,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ObjectStore == nil {
 		bad("object store is required")
+	}
+	if c.Committer != "" {
+		if u, err := url.Parse(c.Committer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("committer %q is not an http(s) URL", c.Committer)
+		}
 	}
 	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
 		bad("manifest path: %v", err)

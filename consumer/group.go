@@ -36,13 +36,16 @@ type Consumer struct {
 	nextMu sync.Mutex // serialises Next
 
 	mu        sync.Mutex
-	low       uint64     // checkpoint candidate: every seq_num below it is acknowledged
-	written   uint64     // the checkpoint in the manifest, as far as we know
-	delivered uint64     // every seq_num below it was handed out (or skipped)
-	acked     []seqRange // acknowledged ranges above low, sorted, disjoint, not touching low
-	fenced    error      // sticky *FencedError, or manifest.ErrGenerationChanged
-	pendingAt time.Time  // when the first unwritten ack arrived (zero: none)
-	closed    bool
+	low       uint64                 // checkpoint candidate: every seq_num below it is acknowledged
+	written   uint64                 // the checkpoint in the manifest, as far as we know
+	delivered uint64                 // every seq_num below it was handed out (or skipped)
+	acked     []seqRange             // acknowledged ranges above low, sorted, disjoint, not touching low
+	fenced    error                  // sticky *FencedError, or manifest.ErrGenerationChanged
+	role      manifest.CommitterRole // the stream's committer, as last read
+	// directUntil: the committer failed; write checkpoints directly until then.
+	directUntil time.Time
+	pendingAt   time.Time // when the first unwritten ack arrived (zero: none)
+	closed      bool
 
 	flushMu sync.Mutex // serialises checkpoint writes
 	kick    chan struct{}
@@ -96,7 +99,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation,
+	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, role: snap.State.Committer,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.onRefresh = c.checkState
@@ -313,6 +316,11 @@ func (c *Consumer) flush(ctx context.Context) error {
 		// Nothing new; still tell a fenced member so on an explicit flush.
 		return nil
 	}
+	if url := c.committerURL(); url != "" {
+		if done, err := c.flushVia(ctx, url, low); done {
+			return err
+		}
+	}
 	var stale *manifest.StaleEpochError
 	snap, err := manifest.Update(ctx, c.r.store, c.r.cfg.ManifestPath, func(st *manifest.State) error {
 		if st.Generation != c.gen {
@@ -343,14 +351,22 @@ func (c *Consumer) flush(ctx context.Context) error {
 		return ferr
 	}
 	c.mu.Lock()
-	c.written = max(c.written, snap.State.Groups[c.group].Checkpoint)
+	c.role = snap.State.Committer
+	c.mu.Unlock()
+	c.wrote(snap.State.Groups[c.group].Checkpoint)
+	return nil
+}
+
+// wrote records that the group's checkpoint is at least cp in the manifest.
+func (c *Consumer) wrote(cp uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written = max(c.written, cp)
 	if c.low <= c.written {
 		c.pendingAt = time.Time{}
 	} else {
 		c.pendingAt = time.Now()
 	}
-	c.mu.Unlock()
-	return nil
 }
 
 // flushLoop writes pending acknowledgements AckInterval after the first of them, or when

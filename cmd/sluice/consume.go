@@ -29,6 +29,8 @@ type consumeFlags struct {
 	includeCommands bool
 	stopAtTail      bool
 	ackInterval     time.Duration
+	committer       string
+	committerToken  string
 	stopTimeout     time.Duration
 }
 
@@ -79,6 +81,8 @@ and SLUICE_CONSUME_ATTEMPT (from 1).`,
 	fl.BoolVar(&f.includeCommands, "include-commands", false, "pipe command records (fence, trim) too (with --format json or base64)")
 	fl.BoolVar(&f.stopAtTail, "stop-at-tail", false, "exit 0 once every record up to the tail is processed instead of following")
 	fl.Var(newDurationValue(&f.ackInterval, time.Second), "ack-interval", "how long acknowledgements may wait before they are written")
+	fl.StringVar(&f.committer, "committer", "", "URL of a committer (serve --advertise-url) to write the group's checkpoints with its commits while the stream names none; with none answering they are written directly")
+	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (prefer SLUICE_COMMITTER_TOKEN)")
 	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
 	return cmd
 }
@@ -133,6 +137,7 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	cfg.DataPathPrefix = st.DataPrefix
 	cfg.Group = f.group
 	cfg.AckInterval = f.ackInterval
+	cfg.Committer, cfg.CommitterToken = f.committer, f.committerToken
 	cfg.MaxBatchRecords = f.batch
 	cfg.Logger = e.log
 	c, err := consumer.Open(ctx, cfg, consumer.GroupOptions{SkipCommands: !f.includeCommands})
