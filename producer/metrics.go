@@ -17,6 +17,7 @@ type metrics struct {
 	commits       prometheus.Counter
 	commitBatches prometheus.Histogram
 	commitErrors  *prometheus.CounterVec // kind: conflict | outcome_unknown | other
+	forwarded     *prometheus.CounterVec // result: ok | failed
 	ackLatency    prometheus.Histogram
 	writeLatency  prometheus.Histogram
 
@@ -44,6 +45,8 @@ func newMetrics(reg prometheus.Registerer, producerID string) (*metrics, error) 
 			Help: "Batches per successful manifest write (group commit).", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
 		commitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "commit_errors_total",
 			Help: "Failed manifest writes, by kind (conflict, outcome_unknown, other).", ConstLabels: labels}, []string{"kind"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "committer_requests_total",
+			Help: "Commits sent to the stream's committer, by result (ok, failed: then committed directly).", ConstLabels: labels}, []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "ack_latency_seconds",
 			Help: "Time from Append to its acknowledgement.", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		writeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "manifest_write_seconds",
@@ -67,7 +70,7 @@ func newMetrics(reg prometheus.Registerer, producerID string) (*metrics, error) 
 // all lists the collectors to register and unregister.
 func (m *metrics) all() []prometheus.Collector {
 	return []prometheus.Collector{m.appends, m.records, m.bytes, m.batches, m.uploadBytes, m.uploadErrors, m.reuploads,
-		m.commits, m.commitBatches, m.commitErrors, m.ackLatency, m.writeLatency}
+		m.commits, m.commitBatches, m.commitErrors, m.forwarded, m.ackLatency, m.writeLatency}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

@@ -47,9 +47,11 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 	}
 	p.m.writeLatency.Observe(time.Since(start).Seconds())
 	if err == nil && resp.Error == nil && len(resp.Batches) == len(w.group) {
+		p.m.forwarded.WithLabelValues("ok").Inc()
 		p.remoteSucceeded(w, resp)
 		return true
 	}
+	p.m.forwarded.WithLabelValues("failed").Inc()
 	// Nothing was committed if the request never arrived or the committer said so; after
 	// anything else a write that held it may have taken effect.
 	known := errors.Is(err, committer.ErrUnreachable) || (err == nil && resp.Error != nil && resp.Error.Code != committer.CodeStorage)
@@ -66,7 +68,6 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 	p.mu.Unlock()
 	p.c.directUntil = time.Now().Add(directFor)
 	p.c.stale = true
-	p.m.commitErrors.WithLabelValues("committer").Inc()
 	p.logRetry("committer failed, committing directly", err, "committer", url, "batches", len(w.group), "outcome_known", known)
 	return false
 }
