@@ -1,0 +1,105 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// deleteOnEmpty deletes the stream when its config asks for it (delete_on_empty.min_age_secs
+// > 0), it has held no readable record for that long, and no batch or segment object is left
+// under its prefixes (the earlier passes collected them). The manifest is first replaced,
+// conditionally on the version this pass read, by an empty object: a producer racing with the
+// deletion then fails its write (version changed) and its reload (an empty manifest does not
+// decode), readers see the stream as gone, and only then is the manifest deleted.
+func (c *Collector) deleteOnEmpty(ctx context.Context, s Stream, st *streamState, snap *manifest.Snapshot, now time.Time, rep *Report) error {
+	ms := snap.State
+	minAge := time.Duration(math.MaxInt64) // about 292 years: longer ages never come
+	if secs := ms.Config.DeleteOnEmpty.MinAgeSecs; secs < uint64(math.MaxInt64/int64(time.Second)) {
+		minAge = time.Duration(secs) * time.Second
+	}
+	if minAge <= 0 || !ms.IsEmpty() {
+		st.emptySince = time.Time{}
+		return nil
+	}
+	if st.emptySince.IsZero() || st.emptyTail != ms.Tail.SeqNum || st.emptyGen != ms.Generation {
+		st.emptySince, st.emptyTail, st.emptyGen = now, ms.Tail.SeqNum, ms.Generation
+	}
+	since := st.emptySince
+	last := ms.CreatedMs
+	for _, p := range ms.Producers {
+		last = max(last, p.LastSeenMs)
+	}
+	if t := time.UnixMilli(int64(last)); t.After(since) {
+		since = t
+	}
+	if now.Sub(since) < minAge {
+		return nil
+	}
+	left, err := c.anyObjectLeft(ctx, s)
+	if err != nil || left {
+		return err
+	}
+	if _, err := objectstore.PutBytes(ctx, c.store, s.ManifestPath, nil, objectstore.IfMatch(snap.Version)); err != nil {
+		if errors.Is(err, objectstore.ErrPreconditionFailed) {
+			return nil // the stream changed: not empty any more, or someone else deleting it
+		}
+		return fmt.Errorf("gc: delete_on_empty: empty manifest %s: %w", s.ManifestPath, err)
+	}
+	c.cfg.Logger.Info("delete_on_empty: deleting the stream", "manifest", s.ManifestPath, "empty_since", since)
+	c.finishDelete(ctx, s, rep)
+	return nil
+}
+
+// anyObjectLeft reports whether any batch or segment object remains (within the list budget;
+// an unfinished scan counts as "left").
+func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
+	budget := c.cfg.MaxListPerPass
+	for _, prefix := range []string{s.DataPrefix + "/", manifest.SegmentPrefix(s.ManifestPath)} {
+		after := ""
+		for {
+			if budget <= 0 {
+				return true, nil
+			}
+			page, err := c.store.List(ctx, prefix, after, min(budget, 1000))
+			if err != nil {
+				return true, fmt.Errorf("gc: list %s: %w", prefix, err)
+			}
+			for _, o := range page.Objects {
+				budget--
+				if IsBatchKey(s.DataPrefix, o.Key) || IsSegmentKey(s.ManifestPath, o.Key) {
+					return true, nil
+				}
+			}
+			if page.NextStartAfter == "" {
+				break
+			}
+			after = page.NextStartAfter
+		}
+	}
+	return false, nil
+}
+
+// finishDelete completes a deletion after the manifest became a tombstone: it removes the
+// probe. The tombstone stays (see manifest.Create): deleting the key would race with a
+// re-creation of the stream, since the store has no conditional delete.
+func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) {
+	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil {
+		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix), "err", err)
+	}
+	rep.StreamDeleted = true
+	c.m.streamsDeleted.Inc()
+	c.forget(s)
+}
+
+// forget drops the collector's memory of a stream.
+func (c *Collector) forget(s Stream) {
+	c.mu.Lock()
+	delete(c.streams, s)
+	c.mu.Unlock()
+}
