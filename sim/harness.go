@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/faultstore"
+	"github.com/sluice-dev/sluice/producer"
+)
+
+// Result is what a run did and what its checks found.
+type Result struct {
+	Scenario Scenario
+	// Violations are broken invariants; a correct system has none.
+	Violations []error
+	// Trace is the end of the run's event log (crashes, late writes, errors), for replay.
+	Trace []string
+
+	Appended, Acked, Present   int // records
+	Expired                    int // records of appends that failed with ErrDeliveryTimeout
+	ProducerInstances, Crashes int
+	LateWrites                 int64
+	Faults                     faultstore.Counts
+	Members, Delivered         int // consumer members started, records delivered (with redeliveries)
+	Zombies                    int // members replaced while alive
+	GCPasses, Deleted          int
+	ManifestWrites             int
+	MaxEntries, MaxRefs        int
+	Segments                   int    // segment references in the final manifest
+	Dropped                    uint64 // records the collector dropped (queue mode: consumed)
+}
+
+// ackedAppend is an append whose ticket resolved with an ack.
+type ackedAppend struct {
+	bodies []string
+	ack    producer.Ack
+}
+
+// member is what one consumer group member saw.
+type member struct {
+	start     uint64 // the group's checkpoint when it joined
+	recs      []consumer.Record
+	ackedThru uint64 // first seq_num not acknowledged by it (start if none)
+}
+
+type harness struct {
+	sc     Scenario
+	base   *objectstore.MemStore
+	led    *ledger
+	faults *faultstore.Store
+	shared objectstore.Store
+
+	late      sync.WaitGroup // producers' writes still in flight (waited for to set the target)
+	lateOther sync.WaitGroup // consumers' writes still in flight (waited for at the end)
+	lateCount atomic.Int64
+
+	start time.Time // of the run, for the trace's times (virtual under synctest)
+
+	mu         sync.Mutex
+	events     []string
+	appended   map[string]bool
+	acked      []ackedAppend
+	expired    map[string]bool // records of appends that failed with ErrDeliveryTimeout
+	instances  int
+	crashes    int
+	violations []error
+	members    []*member
+	gcPasses   int
+	zombies    int
+
+	target     uint64        // the final tail, once every producer is done
+	targetSet  chan struct{} // closed when target is set
+	consumerOK chan struct{} // closed when the consumer reached the target (or gave up)
+}
+
+const maxEvents = 400
+
+func (h *harness) event(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, fmt.Sprintf("%8.3fs ", time.Since(h.start).Seconds())+fmt.Sprintf(format, args...))
+	if len(h.events) > 2*maxEvents {
+		h.events = append(h.events[:0], h.events[len(h.events)-maxEvents:]...)
+	}
+}
+
+func (h *harness) violate(format string, args ...any) {
+	err := fmt.Errorf(format, args...)
+	h.event("VIOLATION: %v", err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.violations = append(h.violations, err)
+}
+
+// Run runs the scenario and checks the invariants. It is meant to run inside a
+// testing/synctest bubble, where its minutes of backoff, latency and grace periods cost no
+// wall-clock time; outside one it works but takes as long as its timers say. ctx bounds the
+// run; an error means the harness itself could not run (bad scenario, or the run did not
+// finish before ctx ended, which is reported with the trace).
+func Run(ctx context.Context, sc Scenario) (Result, error) {
+	if err := sc.Validate(); err != nil {
+		return Result{Scenario: sc}, err
+	}
+	h := &harness{sc: sc, start: time.Now(), base: objectstore.NewMemStore(), appended: map[string]bool{}, expired: map[string]bool{},
+		targetSet: make(chan struct{}), consumerOK: make(chan struct{})}
+	h.led = newLedger(h.base, sc.ManifestPath)
+	var err error
+	rule := faultstore.Rule{ErrBefore: sc.ErrBefore, ErrAfter: sc.ErrAfter, BodyErr: sc.BodyErr}
+	if sc.DelayProb > 0 {
+		rule.DelayProb, rule.Delay, rule.DelayJitter = sc.DelayProb, sc.Delay/4, sc.Delay-sc.Delay/4
+	}
+	h.faults, err = faultstore.New(h.led, sc.Seed, rule)
+	if err != nil {
+		return Result{Scenario: sc}, err
+	}
+	h.shared = h.faults
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var producersDone sync.WaitGroup
+	for slot := range sc.Producers {
+		wg.Add(1)
+		producersDone.Add(1)
+		go func() {
+			defer wg.Done()
+			defer producersDone.Done()
+			h.runSlot(runCtx, slot)
+		}()
+	}
+	if sc.Consumer {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(h.consumerOK)
+			h.runConsumer(runCtx)
+		}()
+	} else {
+		close(h.consumerOK)
+	}
+	gcStop := make(chan struct{})
+	if sc.GC {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.runGC(runCtx, gcStop)
+		}()
+	}
+	// When every producer is done (and their late writes have landed), the final tail is
+	// the consumer's target.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		producersDone.Wait()
+		h.late.Wait()
+		snap, err := manifest.Load(context.Background(), h.base, sc.ManifestPath)
+		if err != nil {
+			h.violate("load the manifest after the producers finished: %v", err)
+		} else {
+			h.target = snap.State.Tail.SeqNum
+		}
+		h.event("producers done, tail %d", h.target)
+		close(h.targetSet)
+		<-h.consumerOK
+		close(gcStop)
+	}()
+	done := make(chan struct{})
+	go func() { wg.Wait(); h.late.Wait(); h.lateOther.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		cancel()
+		<-done
+		res := h.result()
+		return res, fmt.Errorf("sim: seed %d did not finish: %w", sc.Seed, ctx.Err())
+	}
+	if sc.sabotage != nil {
+		sc.sabotage(h)
+	}
+	h.finalChecks()
+	return h.result(), nil
+}
+
+func (h *harness) result() Result {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	res := Result{Scenario: h.sc, Violations: append([]error(nil), h.violations...),
+		ProducerInstances: h.instances, Crashes: h.crashes, LateWrites: h.lateCount.Load(),
+		Faults: h.faults.Total(), Members: len(h.members), GCPasses: h.gcPasses, Zombies: h.zombies}
+	if n := len(h.events); n > maxEvents {
+		res.Trace = append([]string(nil), h.events[n-maxEvents:]...)
+	} else {
+		res.Trace = append([]string(nil), h.events...)
+	}
+	res.Appended = len(h.appended)
+	res.Expired = len(h.expired)
+	for _, a := range h.acked {
+		res.Acked += len(a.bodies)
+	}
+	for _, m := range h.members {
+		res.Delivered += len(m.recs)
+	}
+	h.led.mu.Lock()
+	res.ManifestWrites, res.MaxEntries, res.MaxRefs = h.led.writes, h.led.maxEntries, h.led.maxRefs
+	res.Deleted = len(h.led.deleted)
+	h.led.mu.Unlock()
+	if snap, err := manifest.Load(context.Background(), h.base, h.sc.ManifestPath); err == nil {
+		res.Present = int(snap.State.Tail.SeqNum - snap.State.FirstSeq())
+		res.Dropped = snap.State.FirstSeq()
+		res.Segments = len(snap.State.Segments)
+	}
+	return res
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// isCorruption reports the error classes that mean data was lost or damaged.
+func isCorruption(err error) bool {
+	return errors.Is(err, consumer.ErrMissingObject) || errors.Is(err, consumer.ErrCorrupt) ||
+		errors.Is(err, manifest.ErrCorrupt) || errors.Is(err, batchfmt.ErrCorrupt)
+}
