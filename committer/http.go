@@ -42,7 +42,14 @@ func (c *Committer) Handler() http.Handler {
 // ErrUnreachable: the request did not reach the committer (nothing of it was committed).
 var ErrUnreachable = errors.New("committer: unreachable")
 
-// Client sends commit requests to committers.
+// Caller sends a commit request to the committer at url. Client is the HTTP one; a program
+// may give its producers and consumers another (one that calls a Committer in the same
+// process, or a simulated network).
+type Caller interface {
+	Commit(ctx context.Context, url string, req *Request) (*Response, error)
+}
+
+// Client sends commit requests to committers over HTTP.
 type Client struct {
 	HTTP  *http.Client // default http.DefaultClient
 	Token string       // bearer token, if the committer's API needs one

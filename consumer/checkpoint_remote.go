@@ -37,7 +37,10 @@ func (c *Consumer) committerURL() string {
 func (c *Consumer) flushVia(ctx context.Context, url string, low uint64) (done bool, err error) {
 	req := &committer.Request{ManifestPath: c.r.cfg.ManifestPath, Generation: hex.EncodeToString(c.gen[:]),
 		Checkpoints: []committer.Checkpoint{{Group: c.group, Epoch: c.epoch, SeqNum: low}}}
-	cl := committer.Client{Token: c.r.cfg.CommitterToken}
+	var cl committer.Caller = &committer.Client{Token: c.r.cfg.CommitterToken}
+	if c.r.cfg.CommitterCaller != nil {
+		cl = c.r.cfg.CommitterCaller
+	}
 	rctx, cancel := context.WithTimeout(ctx, committerTimeout)
 	resp, err := cl.Commit(rctx, url, req)
 	cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -67,6 +68,8 @@ type Config struct {
 	Committer string
 	// CommitterToken is the bearer token for the committer's API.
 	CommitterToken string
+	// CommitterCaller sends the checkpoint requests. Default nil: HTTP with CommitterToken.
+	CommitterCaller committer.Caller
 	// Backoff between retries of failed object and manifest reads.
 	Backoff manifest.Backoff
 	// FetchAttempts is how many times a failed object read (other than a missing or corrupt

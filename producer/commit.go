@@ -20,7 +20,7 @@ type commitState struct {
 	stale bool
 	// client sends commit requests to the stream's committer; directUntil is when to ask
 	// one again after it failed.
-	client      committer.Client
+	client      committer.Caller
 	directUntil time.Time
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -78,6 +79,8 @@ type Config struct {
 	Committer string
 	// CommitterToken is the bearer token for the committer's API (serve --auth-token).
 	CommitterToken string
+	// CommitterCaller sends the commit requests. Default nil: HTTP with CommitterToken.
+	CommitterCaller committer.Caller
 	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
 	// records, 1 MiB).
 	Batching batchfmt.BatchingConfig

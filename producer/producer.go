@@ -93,7 +93,10 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 			linger: make(chan struct{}, 1), expiry: make(chan struct{}, 1)},
 		nextNum: 1, room: newRoom(), progress: make(chan struct{}),
 		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
-			client: committer.Client{Token: cfg.CommitterToken}},
+			client: cfg.CommitterCaller},
+	}
+	if p.c.client == nil {
+		p.c.client = &committer.Client{Token: cfg.CommitterToken}
 	}
 	if ps, ok := snap.State.Producer(p.id); ok {
 		// The id was used before (a restart with a fixed id): continue its batch numbers.

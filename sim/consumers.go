@@ -95,6 +95,9 @@ func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer
 	cfg.AckRecords = 1 + r.IntN(30)
 	cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 2}
 	cfg.FetchAttempts = 10
+	if h.sc.Committers > 0 {
+		cfg.CommitterCaller = h.net // checkpoints go to the committer the manifest names
+	}
 	return cfg
 }
 

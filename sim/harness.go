@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -26,6 +28,7 @@ type Result struct {
 
 	Appended, Acked, Present   int // records
 	Expired                    int // records of appends that failed with ErrDeliveryTimeout
+	CommitterCommits, Lost     int // requests a committer committed; requests or replies lost
 	ProducerInstances, Crashes int
 	LateWrites                 int64
 	Faults                     faultstore.Counts
@@ -63,6 +66,7 @@ type harness struct {
 	lateCount atomic.Int64
 
 	start time.Time // of the run, for the trace's times (virtual under synctest)
+	net   *simNet   // carries commit requests to the committers
 
 	mu         sync.Mutex
 	events     []string
@@ -112,6 +116,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 	h := &harness{sc: sc, start: time.Now(), base: objectstore.NewMemStore(), appended: map[string]bool{}, expired: map[string]bool{},
 		targetSet: make(chan struct{}), consumerOK: make(chan struct{})}
 	h.led = newLedger(h.base, sc.ManifestPath)
+	h.net = &simNet{h: h, r: rand.New(rand.NewPCG(sc.Seed, 0x4e7)), at: map[string]*committer.Committer{}}
 	var err error
 	rule := faultstore.Rule{ErrBefore: sc.ErrBefore, ErrAfter: sc.ErrAfter, BodyErr: sc.BodyErr}
 	if sc.DelayProb > 0 {
@@ -134,6 +139,17 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 			defer wg.Done()
 			defer producersDone.Done()
 			h.runSlot(runCtx, slot)
+		}()
+	}
+	comStop := make(chan struct{})
+	var comDone sync.WaitGroup
+	for i := range sc.Committers {
+		wg.Add(1)
+		comDone.Add(1)
+		go func() {
+			defer wg.Done()
+			defer comDone.Done()
+			h.runCommitter(runCtx, i, comStop)
 		}()
 	}
 	if sc.Consumer {
@@ -160,6 +176,8 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 	go func() {
 		defer wg.Done()
 		producersDone.Wait()
+		close(comStop)
+		comDone.Wait()
 		h.late.Wait()
 		snap, err := manifest.Load(context.Background(), h.base, sc.ManifestPath)
 		if err != nil {
@@ -202,6 +220,9 @@ func (h *harness) result() Result {
 	}
 	res.Appended = len(h.appended)
 	res.Expired = len(h.expired)
+	h.net.mu.Lock()
+	res.CommitterCommits, res.Lost = h.net.committed, h.net.lost
+	h.net.mu.Unlock()
 	for _, a := range h.acked {
 		res.Acked += len(a.bodies)
 	}

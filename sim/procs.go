@@ -68,5 +68,8 @@ func (h *harness) producerConfig(store objectstore.Store, id string) producer.Co
 	cfg.ProducerID = id
 	cfg.StreamConfig.QueueMode = h.sc.Queue
 	cfg.DeliveryTimeout = h.sc.DeliveryTimeout
+	if h.sc.Committers > 0 {
+		cfg.Committer, cfg.CommitterCaller = committerURL(0), h.net
+	}
 	return cfg
 }

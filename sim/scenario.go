@@ -74,6 +74,15 @@ type Scenario struct {
 	DeliveryTimeout time.Duration
 	SinceMax        time.Duration
 
+	// Committers runs that many committer processes (crashed and restarted like the
+	// others), each with a role lease of CommitterLease; producers send their commits to
+	// committer 0 or to the one the manifest names. The simulated network loses requests
+	// (LostRequests) and replies (LostReplies), and delays a request past the lease
+	// (Pauses), so that roles change hands while requests are in flight.
+	Committers                        int
+	CommitterLease                    time.Duration
+	LostRequests, LostReplies, Pauses float64
+
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
 	sabotage func(h *harness)
 	// afterGC, if set, damages the store after the final collection (tests of the checker).
@@ -123,6 +132,12 @@ func NewScenario(seed uint64) Scenario {
 		sc.ErrBefore, sc.ErrAfter, sc.DelayProb, sc.LateProb = 0.02, 0.02, 0.05, 0.02
 		sc.Crashes, sc.MaxCrashes = 0.5, 2
 	}
+	// Drawn last, so that the fields above are drawn as before.
+	sc.Committers = []int{0, 0, 1, 2}[r.IntN(4)]
+	sc.CommitterLease = time.Duration(100+r.IntN(3000)) * time.Millisecond
+	sc.LostRequests = []float64{0, 0.05, 0.2}[r.IntN(3)]
+	sc.LostReplies = []float64{0, 0.05, 0.2}[r.IntN(3)]
+	sc.Pauses = []float64{0, 0.05}[r.IntN(2)]
 	return sc
 }
 

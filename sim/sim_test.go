@@ -108,6 +108,8 @@ func TestSim(t *testing.T) {
 				total.Appended += res.Appended
 				total.Acked += res.Acked
 				total.Expired += res.Expired
+				total.CommitterCommits += res.CommitterCommits
+				total.Lost += res.Lost
 				total.Crashes += res.Crashes
 				total.LateWrites += res.LateWrites
 				total.Faults.Before += res.Faults.Before
@@ -129,6 +131,7 @@ func TestSim(t *testing.T) {
 			})
 		}
 	})
+	t.Logf("committers: %d requests committed, %d requests or replies lost", total.CommitterCommits, total.Lost)
 	t.Logf("total: appended %d, acked %d, expired %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries; %d zombie members",
 		total.Appended, total.Acked, total.Expired, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops, zombies)
 	if n < 100 {
@@ -140,7 +143,8 @@ func TestSim(t *testing.T) {
 		"errors before": total.Faults.Before, "errors after": total.Faults.After, "delays": total.Faults.Delayed,
 		"body errors": total.Faults.BodyErrors, "gc deletions": int64(total.Deleted), "deliveries": int64(total.Delivered),
 		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
-		"zombie members": int64(zombies),
+		"zombie members": int64(zombies), "committer commits": int64(total.CommitterCommits),
+		"lost commit requests or replies": int64(total.Lost),
 	} {
 		if got == 0 {
 			t.Errorf("%d seeds produced no %s", n, what)
