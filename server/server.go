@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -254,7 +253,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(sw, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
 		return
 	}
-	s.route(req)
+	s.dispatch(req)
 }
 
 // Protect wraps h with the server's bearer-token check (WithBearerToken), for routes the
@@ -277,130 +276,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	got := []byte(strings.TrimSpace(h[len(prefix):]))
 	return subtle.ConstantTimeCompare(got, []byte(s.opts.token)) == 1
-}
-
-// splitPath splits the escaped path into unescaped segments, after an optional /v1 prefix, so
-// that "a%2Fb" stays one segment.
-func splitPath(escaped string) ([]string, error) {
-	p := strings.TrimPrefix(escaped, "/")
-	if p == "v1" {
-		p = ""
-	} else if strings.HasPrefix(p, "v1/") {
-		p = p[3:]
-	}
-	p = strings.TrimSuffix(p, "/")
-	if p == "" {
-		return nil, nil
-	}
-	raw := strings.Split(p, "/")
-	segs := make([]string, len(raw))
-	for i, r := range raw {
-		u, err := url.PathUnescape(r)
-		if err != nil {
-			return nil, s2api.Errorf(s2api.CodeBadPath, "bad percent-encoding in path segment %q", r)
-		}
-		segs[i] = u
-	}
-	return segs, nil
-}
-
-func (s *Server) route(q *request) {
-	segs, err := splitPath(q.r.URL.EscapedPath())
-	if err != nil {
-		writeError(q.w, err)
-		return
-	}
-	m := q.r.Method
-	if len(segs) == 0 {
-		writeError(q.w, s2api.Errorf(s2api.CodeNotFound, "no route for %s %s", m, q.r.URL.Path))
-		return
-	}
-	type handler func(*request)
-	var h handler
-	var allowed string
-	switch {
-	case segs[0] == "basins" && len(segs) == 1:
-		q.route, allowed = "/basins", "GET, POST"
-		switch m {
-		case http.MethodGet:
-			h = s.listBasins
-		case http.MethodPost:
-			h = s.createBasin
-		}
-	case segs[0] == "basins" && len(segs) == 2:
-		q.route, allowed, q.name = "/basins/{b}", "GET, PATCH, PUT, DELETE", segs[1]
-		switch m {
-		case http.MethodGet:
-			h = s.getBasinConfig
-		case http.MethodPatch:
-			h = s.reconfigureBasin
-		case http.MethodPut:
-			h = s.ensureBasin
-		case http.MethodDelete:
-			h = s.deleteBasin
-		}
-	case segs[0] == "streams" && len(segs) == 1:
-		q.route, allowed = "/streams", "GET, POST"
-		switch m {
-		case http.MethodGet:
-			h = s.listStreams
-		case http.MethodPost:
-			h = s.createStream
-		}
-	case segs[0] == "streams" && len(segs) == 2:
-		q.route, allowed, q.name = "/streams/{s}", "GET, PATCH, PUT, DELETE", segs[1]
-		switch m {
-		case http.MethodGet:
-			h = s.getStreamConfig
-		case http.MethodPatch:
-			h = s.reconfigureStream
-		case http.MethodPut:
-			h = s.ensureStream
-		case http.MethodDelete:
-			h = s.deleteStream
-		}
-	case segs[0] == "streams" && len(segs) == 3 && segs[2] == "records":
-		q.route, allowed, q.name = "/streams/{s}/records", "GET, POST", segs[1]
-		switch m {
-		case http.MethodGet:
-			h = s.read
-		case http.MethodPost:
-			h = s.append
-		}
-	case segs[0] == "streams" && ((len(segs) == 4 && segs[2] == "records" && segs[3] == "tail") || (len(segs) == 3 && segs[2] == "tail")):
-		q.route, allowed, q.name = "/streams/{s}/records/tail", "GET", segs[1]
-		if m == http.MethodGet {
-			h = s.checkTail
-		}
-	default:
-		writeError(q.w, s2api.Errorf(s2api.CodeNotFound, "no route for %s %s", m, q.r.URL.Path))
-		return
-	}
-	if h == nil {
-		q.w.Header().Set("Allow", allowed)
-		writeError(q.w, s2api.Errorf(s2api.CodeMethodNotAllowed, "method %s not allowed on %s", m, q.route))
-		return
-	}
-	if strings.HasPrefix(q.route, "/streams") {
-		q.basin = q.r.Header.Get("S2-Basin")
-		if q.basin == "" {
-			writeError(q.w, s2api.Errorf(s2api.CodeBadHeader, "missing S2-Basin header"))
-			return
-		}
-		if strings.HasPrefix(q.route, "/streams/{s}") { // a name, even an empty one, is checked
-			if err := s2api.ValidateStreamName(q.name); err != nil {
-				writeError(q.w, err)
-				return
-			}
-		}
-		f, err := s2api.ParseFormat(q.r.Header.Get("S2-Format"))
-		if err != nil {
-			writeError(q.w, err)
-			return
-		}
-		q.format = f
-	}
-	h(q)
 }
 
 // writeJSON sends v as JSON with status.
