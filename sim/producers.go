@@ -141,7 +141,9 @@ func (h *harness) runSlot(ctx context.Context, slot int) {
 				h.mu.Lock()
 				h.acked = append(h.acked, ackedAppend{pa.bodies, ack})
 				h.mu.Unlock()
-			} else if errors.Is(err, producer.ErrDeliveryTimeout) && h.sc.DeliveryTimeout > 0 {
+			} else if errors.Is(err, producer.ErrDeliveryTimeout) && h.sc.DeliveryTimeout > 0 && !ps.isDead() {
+				// (A crashed process's store answered its last writes with errors whatever
+				// they did, so its expiries say nothing; nobody would have seen them.)
 				h.event("%s: append %q failed: %v", name, pa.bodies[0], err)
 				h.expire(pa.bodies)
 			} else if h.sc.Queue && errors.Is(err, producer.ErrPositionsUnavailable) {
