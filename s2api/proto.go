@@ -17,42 +17,77 @@ func protoErr(msg string, format string, args ...any) error {
 	return &Error{Code: CodeBadProto, Message: msg + ": " + fmt.Sprintf(format, args...)}
 }
 
-// fieldIter walks the fields of one message.
-type fieldIter struct {
-	b   []byte
-	msg string
+// field is one field of a message being decoded: a varint's value, or a length-delimited
+// field's bytes (aliasing the input); fields of other wire types are skipped whole.
+type field struct {
+	msg string // the message's name, for errors
+	num protowire.Number
+	typ protowire.Type
+	v   uint64
+	bs  []byte
 }
 
-// next returns the next field; value holds a varint's value, or bytes for BytesType.
-func (it *fieldIter) next() (num protowire.Number, typ protowire.Type, v uint64, bs []byte, ok bool, err error) {
-	if len(it.b) == 0 {
-		return 0, 0, 0, nil, false, nil
-	}
-	num, typ, n := protowire.ConsumeTag(it.b)
-	if n < 0 {
-		return 0, 0, 0, nil, false, protoErr(it.msg, "bad tag: %v", protowire.ParseError(n))
-	}
-	it.b = it.b[n:]
-	switch typ {
-	case protowire.VarintType:
-		v, n = protowire.ConsumeVarint(it.b)
-	case protowire.BytesType:
-		bs, n = protowire.ConsumeBytes(it.b)
-	default:
-		n = protowire.ConsumeFieldValue(num, typ, it.b)
-	}
-	if n < 0 {
-		return 0, 0, 0, nil, false, protoErr(it.msg, "field %d: %v", num, protowire.ParseError(n))
-	}
-	it.b = it.b[n:]
-	return num, typ, v, bs, true, nil
-}
-
-func wantType(msg string, num protowire.Number, got, want protowire.Type) error {
-	if got != want {
-		return protoErr(msg, "field %d has wire type %d, want %d", num, got, want)
+// walkFields calls fn for each field of the message b in order, and stops at the first error.
+func walkFields(b []byte, msg string, fn func(f *field) error) error {
+	f := field{msg: msg}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protoErr(msg, "bad tag: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		f.num, f.typ, f.v, f.bs = num, typ, 0, nil
+		switch typ {
+		case protowire.VarintType:
+			f.v, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			f.bs, n = protowire.ConsumeBytes(b)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protoErr(msg, "field %d: %v", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+		if err := fn(&f); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// uint64 stores a varint field's value in *dst; any other wire type is an error.
+func (f *field) uint64(dst *uint64) error {
+	if err := f.want(protowire.VarintType); err != nil {
+		return err
+	}
+	*dst = f.v
+	return nil
+}
+
+// bytes stores a length-delimited field's bytes in *dst; any other wire type is an error.
+func (f *field) bytes(dst *[]byte) error {
+	if err := f.want(protowire.BytesType); err != nil {
+		return err
+	}
+	*dst = f.bs
+	return nil
+}
+
+// want reports an error if the field is not of wire type typ.
+func (f *field) want(typ protowire.Type) error {
+	if f.typ != typ {
+		return protoErr(f.msg, "field %d has wire type %d, want %d", f.num, f.typ, typ)
+	}
+	return nil
+}
+
+// position merges a StreamPosition field into *p.
+func (f *field) position(p *StreamPosition) error {
+	if err := f.want(protowire.BytesType); err != nil {
+		return err
+	}
+	return DecodeStreamPositionProto(f.bs, p)
 }
 
 // AppendStreamPositionProto appends the encoding of p (fields 1 seq_num, 2 timestamp).
@@ -87,24 +122,15 @@ func appendPositionField(b []byte, num protowire.Number, p StreamPosition) []byt
 
 // DecodeStreamPositionProto decodes into p, merging with what p holds.
 func DecodeStreamPositionProto(b []byte, p *StreamPosition) error {
-	it := fieldIter{b: b, msg: "StreamPosition"}
-	for {
-		num, typ, v, _, ok, err := it.next()
-		if err != nil || !ok {
-			return err
+	return walkFields(b, "StreamPosition", func(f *field) error {
+		switch f.num {
+		case 1:
+			return f.uint64(&p.SeqNum)
+		case 2:
+			return f.uint64(&p.Timestamp)
 		}
-		switch num {
-		case 1, 2:
-			if err := wantType(it.msg, num, typ, protowire.VarintType); err != nil {
-				return err
-			}
-			if num == 1 {
-				p.SeqNum = v
-			} else {
-				p.Timestamp = v
-			}
-		}
-	}
+		return nil
+	})
 }
 
 func appendHeaderField(b []byte, num protowire.Number, h batchfmt.Header) []byte {
@@ -123,27 +149,16 @@ func appendHeaderField(b []byte, num protowire.Number, h batchfmt.Header) []byte
 
 func decodeHeader(b []byte) (batchfmt.Header, error) {
 	var h batchfmt.Header
-	it := fieldIter{b: b, msg: "Header"}
-	for {
-		num, typ, _, bs, ok, err := it.next()
-		if err != nil {
-			return h, err
+	err := walkFields(b, "Header", func(f *field) error {
+		switch f.num {
+		case 1:
+			return f.bytes(&h.Name)
+		case 2:
+			return f.bytes(&h.Value)
 		}
-		if !ok {
-			return h, nil
-		}
-		switch num {
-		case 1, 2:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return h, err
-			}
-			if num == 1 {
-				h.Name = bs
-			} else {
-				h.Value = bs
-			}
-		}
-	}
+		return nil
+	})
+	return h, err
 }
 
 func sizeHeader(h batchfmt.Header) int {
@@ -198,41 +213,35 @@ func DecodeAppendRecordProto(b []byte) (batchfmt.Record, error) {
 // the records of one input, so that headers cost no allocation per record).
 func decodeAppendRecord(b []byte, slab *[]batchfmt.Header) (batchfmt.Record, error) {
 	var r batchfmt.Record
-	it := fieldIter{b: b, msg: "AppendRecord"}
 	start := len(*slab)
-	for {
-		num, typ, v, bs, ok, err := it.next()
-		if err != nil {
-			return r, err
-		}
-		if !ok {
-			if n := len(*slab); n > start {
-				r.Headers = (*slab)[start:n:n]
-			}
-			return r, nil
-		}
-		switch num {
+	err := walkFields(b, "AppendRecord", func(f *field) error {
+		switch f.num {
 		case 1:
-			if err := wantType(it.msg, num, typ, protowire.VarintType); err != nil {
-				return r, err
+			if err := f.uint64(&r.Timestamp); err != nil {
+				return err
 			}
-			r.Timestamp, r.HasTimestamp = v, true
+			r.HasTimestamp = true
 		case 2:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return r, err
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
 			}
-			h, err := decodeHeader(bs)
+			h, err := decodeHeader(f.bs)
 			if err != nil {
-				return r, err
+				return err
 			}
 			*slab = append(*slab, h)
 		case 3:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return r, err
-			}
-			r.Body = bs
+			return f.bytes(&r.Body)
 		}
+		return nil
+	})
+	if err != nil {
+		return r, err
 	}
+	if n := len(*slab); n > start {
+		r.Headers = (*slab)[start:n:n]
+	}
+	return r, nil
 }
 
 // AppendAppendInputProto appends the encoding of an AppendInput
@@ -260,42 +269,40 @@ func AppendAppendInputProto(b []byte, in *batchfmt.AppendInput) []byte {
 func DecodeAppendInputProto(b []byte) (batchfmt.AppendInput, error) {
 	var in batchfmt.AppendInput
 	var headers []batchfmt.Header // the records' headers, one slab for all
-	it := fieldIter{b: b, msg: "AppendInput"}
-	for {
-		num, typ, v, bs, ok, err := it.next()
-		if err != nil {
-			return batchfmt.AppendInput{}, err
-		}
-		if !ok {
-			return in, nil
-		}
-		switch num {
+	err := walkFields(b, "AppendInput", func(f *field) error {
+		switch f.num {
 		case 1:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return batchfmt.AppendInput{}, err
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
 			}
 			if len(in.Records) >= 1<<20 {
-				return batchfmt.AppendInput{}, protoErr(it.msg, "too many records")
+				return protoErr(f.msg, "too many records")
 			}
-			r, err := decodeAppendRecord(bs, &headers)
+			r, err := decodeAppendRecord(f.bs, &headers)
 			if err != nil {
-				return batchfmt.AppendInput{}, err
+				return err
 			}
 			in.Records = append(in.Records, r)
 		case 2:
-			if err := wantType(it.msg, num, typ, protowire.VarintType); err != nil {
-				return batchfmt.AppendInput{}, err
+			var n uint64
+			if err := f.uint64(&n); err != nil {
+				return err
 			}
-			n := v
 			in.MatchSeqNum = &n
 		case 3:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return batchfmt.AppendInput{}, err
+			var bs []byte
+			if err := f.bytes(&bs); err != nil {
+				return err
 			}
 			s := string(bs)
 			in.FencingToken = &s
 		}
+		return nil
+	})
+	if err != nil {
+		return batchfmt.AppendInput{}, err
 	}
+	return in, nil
 }
 
 // AppendAppendAckProto appends the encoding of an AppendAck (1 start, 2 end, 3 tail). All
@@ -309,33 +316,21 @@ func AppendAppendAckProto(b []byte, a *AppendAck) []byte {
 // DecodeAppendAckProto decodes an AppendAck.
 func DecodeAppendAckProto(b []byte) (AppendAck, error) {
 	var a AppendAck
-	it := fieldIter{b: b, msg: "AppendAck"}
-	for {
-		num, typ, _, bs, ok, err := it.next()
-		if err != nil {
-			return AppendAck{}, err
-		}
-		if !ok {
-			return a, nil
-		}
-		var p *StreamPosition
-		switch num {
+	err := walkFields(b, "AppendAck", func(f *field) error {
+		switch f.num {
 		case 1:
-			p = &a.Start
+			return f.position(&a.Start)
 		case 2:
-			p = &a.End
+			return f.position(&a.End)
 		case 3:
-			p = &a.Tail
-		default:
-			continue
+			return f.position(&a.Tail)
 		}
-		if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-			return AppendAck{}, err
-		}
-		if err := DecodeStreamPositionProto(bs, p); err != nil {
-			return AppendAck{}, err
-		}
+		return nil
+	})
+	if err != nil {
+		return AppendAck{}, err
 	}
+	return a, nil
 }
 
 func sizeSequencedRecord(r *SequencedRecord) int {
@@ -379,41 +374,27 @@ func AppendSequencedRecordProto(b []byte, r *SequencedRecord) []byte {
 // DecodeSequencedRecordProto decodes a SequencedRecord.
 func DecodeSequencedRecordProto(b []byte) (SequencedRecord, error) {
 	var r SequencedRecord
-	it := fieldIter{b: b, msg: "SequencedRecord"}
-	for {
-		num, typ, v, bs, ok, err := it.next()
-		if err != nil {
-			return r, err
-		}
-		if !ok {
-			return r, nil
-		}
-		switch num {
-		case 1, 2:
-			if err := wantType(it.msg, num, typ, protowire.VarintType); err != nil {
-				return r, err
-			}
-			if num == 1 {
-				r.SeqNum = v
-			} else {
-				r.Timestamp = v
-			}
+	err := walkFields(b, "SequencedRecord", func(f *field) error {
+		switch f.num {
+		case 1:
+			return f.uint64(&r.SeqNum)
+		case 2:
+			return f.uint64(&r.Timestamp)
 		case 3:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return r, err
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
 			}
-			h, err := decodeHeader(bs)
+			h, err := decodeHeader(f.bs)
 			if err != nil {
-				return r, err
+				return err
 			}
 			r.Headers = append(r.Headers, h)
 		case 4:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return r, err
-			}
-			r.Body = bs
+			return f.bytes(&r.Body)
 		}
-	}
+		return nil
+	})
+	return r, err
 }
 
 // AppendReadBatchProto appends the encoding of a ReadBatch (1 repeated records, 2 optional tail).
@@ -433,35 +414,27 @@ func AppendReadBatchProto(b []byte, rb *ReadBatch) []byte {
 // DecodeReadBatchProto decodes a ReadBatch.
 func DecodeReadBatchProto(b []byte) (ReadBatch, error) {
 	var rb ReadBatch
-	it := fieldIter{b: b, msg: "ReadBatch"}
-	for {
-		num, typ, _, bs, ok, err := it.next()
-		if err != nil {
-			return ReadBatch{}, err
-		}
-		if !ok {
-			return rb, nil
-		}
-		switch num {
+	err := walkFields(b, "ReadBatch", func(f *field) error {
+		switch f.num {
 		case 1:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return ReadBatch{}, err
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
 			}
-			r, err := DecodeSequencedRecordProto(bs)
+			r, err := DecodeSequencedRecordProto(f.bs)
 			if err != nil {
-				return ReadBatch{}, err
+				return err
 			}
 			rb.Records = append(rb.Records, r)
 		case 2:
-			if err := wantType(it.msg, num, typ, protowire.BytesType); err != nil {
-				return ReadBatch{}, err
-			}
 			if rb.Tail == nil {
 				rb.Tail = &StreamPosition{}
 			}
-			if err := DecodeStreamPositionProto(bs, rb.Tail); err != nil {
-				return ReadBatch{}, err
-			}
+			return f.position(rb.Tail)
 		}
+		return nil
+	})
+	if err != nil {
+		return ReadBatch{}, err
 	}
+	return rb, nil
 }
