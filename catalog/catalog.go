@@ -242,7 +242,7 @@ func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
 // ListStreams lists streams of a basin ("" = root namespace) whose names start with prefix and
 // sort after startAfter, up to limit (<= 0: 1000), in lexicographic order of their names, as
 // S2 lists them. A stream is listed when its manifest exists and is not a tombstone (an empty
-// object, see manifest.Create). more says whether further streams follow.
+// object, see manifest.Handle.Create). more says whether further streams follow.
 //
 // Store keys hold escaped names (EncodeName) followed by "/", and their order is not the
 // names' ("a/x" escapes to "a%2Fx", below "a-1"; "a/" sorts after "a-1/"), so a page walks
@@ -303,7 +303,7 @@ func streamsUnder(ctx context.Context, s objectstore.Store, basin, prefix string
 		}
 		name, derr := DecodeDir(enc)
 		if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
-			return true // not ours, or a deleted stream's tombstone (see manifest.Create)
+			return true // not ours, or a deleted stream's tombstone (see manifest.Handle.Create)
 		}
 		fn(name)
 		return true

@@ -125,7 +125,7 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 		inner = s
 	}
 	store := &delayStore{Store: inner, rtt: rtt}
-	if _, err := manifest.Create(ctx, inner, path, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(inner, path).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	url := ""

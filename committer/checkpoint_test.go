@@ -55,7 +55,7 @@ func TestCheckpointsRideWithCommits(t *testing.T) {
 	if n := counter(t, reg, "sluice_committer_checkpoints_total"); n != 1 {
 		t.Fatalf("the committer wrote %v checkpoints, want 1 (the member found it in the manifest's role)", n)
 	}
-	snap, err := manifest.Load(ctx, store, path)
+	snap, err := manifest.Open(store, path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

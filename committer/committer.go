@@ -143,7 +143,7 @@ func (c *Committer) stream(path string) (*stream, error) {
 	}
 	s := c.streams[path]
 	if s == nil {
-		s = &stream{c: c, path: path, queue: make(chan *pending, 1024)}
+		s = &stream{c: c, path: path, m: manifest.Open(c.cfg.Store, path), queue: make(chan *pending, 1024)}
 		c.streams[path] = s
 		c.wg.Add(1)
 		go s.loop()

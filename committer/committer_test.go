@@ -64,7 +64,7 @@ func producerConfig(store objectstore.Store, committerURL string) producer.Confi
 func newStream(t *testing.T) objectstore.Store {
 	t.Helper()
 	store := objectstore.NewMemStore()
-	if _, err := manifest.Create(context.Background(), store, path, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(store, path).Create(context.Background(), manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return store
@@ -199,7 +199,7 @@ func TestGroupCommitAcrossProducers(t *testing.T) {
 	if writes == 0 || perWrite <= 1 {
 		t.Fatalf("%d committer writes, %.2f batches each: want group commit across producers (> 1)", writes, perWrite)
 	}
-	snap, err := manifest.Load(context.Background(), store, path)
+	snap, err := manifest.Open(store, path).Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestRoleHeldSendsToTheHolder(t *testing.T) {
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := manifest.Load(ctx, store, path)
+	snap, err := manifest.Open(store, path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

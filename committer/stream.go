@@ -21,6 +21,7 @@ type pending struct {
 type stream struct {
 	c     *Committer
 	path  string
+	m     *manifest.Handle
 	queue chan *pending
 	snap  *manifest.Snapshot // loop only; nil: read it first
 	held  bool               // the last write took or renewed the role
@@ -77,7 +78,7 @@ func (s *stream) commit(group []*pending) {
 			return
 		}
 		if s.snap == nil {
-			snap, err := manifest.Load(s.c.ctx, cfg.Store, s.path)
+			snap, err := s.m.Load(s.c.ctx)
 			if errors.Is(err, manifest.ErrNotExist) {
 				s.answerAll(group, &Error{Code: CodeGeneration, Message: err.Error()})
 				return
@@ -117,7 +118,7 @@ func (s *stream) commit(group []*pending) {
 			return
 		}
 		start := time.Now()
-		wres, err := manifest.Write(s.c.ctx, cfg.Store, s.path, st, s.snap.Version)
+		wres, err := s.m.Write(s.c.ctx, st, s.snap.Version)
 		s.c.m.writeSeconds.Observe(time.Since(start).Seconds())
 		if err == nil {
 			s.snap = &wres.Snapshot
@@ -254,13 +255,13 @@ func (s *stream) release(ctx context.Context) error {
 	}
 	id := s.c.cfg.ID
 	for attempt := 0; attempt < 5; attempt++ {
-		snap, err := manifest.Load(ctx, s.c.cfg.Store, s.path)
+		snap, err := s.m.Load(ctx)
 		if err != nil || snap.State.Committer.ID != id {
 			return nil // gone, or taken over: nothing to give up
 		}
 		st := snap.State.Clone()
 		st.ReleaseRole(id)
-		if _, err := manifest.Write(ctx, s.c.cfg.Store, s.path, st, snap.Version); err == nil {
+		if _, err := s.m.Write(ctx, st, snap.Version); err == nil {
 			return nil
 		} else if !errors.Is(err, manifest.ErrConflict) {
 			return fmt.Errorf("committer: release role of %s: %w", s.path, err)

@@ -28,7 +28,7 @@ func (s unknownStore) Put(ctx context.Context, key string, body io.Reader, size 
 // no batch is committed long after its producer sent it.
 func TestRequestTTLBoundsRetries(t *testing.T) {
 	mem := newStream(t)
-	snap, err := manifest.Load(context.Background(), mem, path)
+	snap, err := manifest.Open(mem, path).Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func BenchmarkRead(b *testing.B) {
 				store := be.New(b)
 				records, metered := benchStream(b, store, comp, objects, perObject, bodySize)
 				ctx := context.Background()
-				snap, err := manifest.Load(ctx, store, "ingest/manifest")
+				snap, err := manifest.Open(store, "ingest/manifest").Load(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}

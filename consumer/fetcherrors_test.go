@@ -117,7 +117,7 @@ func TestNextNeverReturnsRecordsWithAnError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 9))
 	f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
 	f.standard(rng, 6)
-	snap, err := manifest.Load(ctx, store, f.path)
+	snap, err := manifest.Open(store, f.path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

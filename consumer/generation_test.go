@@ -31,7 +31,7 @@ func appendRecords(t *testing.T, store objectstore.Store, n int) [16]byte {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := manifest.Load(ctx, store, "ingest/manifest")
+	snap, err := manifest.Open(store, "ingest/manifest").Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func appendRecords(t *testing.T, store objectstore.Store, n int) [16]byte {
 // created again (a new generation) must not write its old acknowledgements as the checkpoint
 // of the new stream's group of the same name, though its epoch number equals the new group's
 // (both 1): the new group would skip records it never read. Consumer.flush compares the
-// generation with the one the member joined (manifest.Update checks it only across its own
-// attempts), and the member is out for good.
+// generation with the one the member joined (manifest.Handle.Update checks it only across its
+// own attempts), and the member is out for good.
 func TestCheckpointNotWrittenIntoNewGeneration(t *testing.T) {
 	ctx := context.Background()
 	store := objectstore.NewMemStore()

@@ -84,10 +84,10 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 		return nil, err
 	}
 	var epoch uint64
-	snap, err := manifest.Update(ctx, cfg.ObjectStore, cfg.ManifestPath, func(st *manifest.State) error {
+	snap, err := manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		epoch = st.OpenGroup(cfg.Group)
 		return nil
-	}, manifest.WithBackoff(cfg.Backoff))
+	})
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return nil, &notFoundError{err}
@@ -285,7 +285,7 @@ func (c *Consumer) Check(ctx context.Context) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	snap, err := manifest.Load(ctx, c.r.store, c.r.cfg.ManifestPath)
+	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath).Load(ctx)
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return c.setGone()
@@ -322,7 +322,7 @@ func (c *Consumer) flush(ctx context.Context) error {
 		}
 	}
 	var stale *manifest.StaleEpochError
-	snap, err := manifest.Update(ctx, c.r.store, c.r.cfg.ManifestPath, func(st *manifest.State) error {
+	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath, manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		if st.Generation != c.gen {
 			return manifest.ErrGenerationChanged // checked below, as the state's
 		}
@@ -334,7 +334,7 @@ func (c *Consumer) flush(ctx context.Context) error {
 			return manifest.ErrNoChange
 		}
 		return nil
-	}, manifest.WithBackoff(c.r.cfg.Backoff))
+	})
 	switch {
 	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, manifest.ErrNotExist):
 		return c.setGone()

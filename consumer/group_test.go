@@ -33,7 +33,7 @@ func openGroup(t *testing.T, cfg Config) *Consumer {
 
 func groupState(t *testing.T, store objectstore.Store, group string) manifest.Group {
 	t.Helper()
-	snap, err := manifest.Load(context.Background(), store, "ingest/manifest")
+	snap, err := manifest.Open(store, "ingest/manifest").Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

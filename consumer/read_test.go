@@ -304,7 +304,7 @@ func TestCorruptAndMissingObjects(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed(t), 5))
 		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
 		f.standard(rng, 5)
-		snap, err := manifest.Load(ctx, store, f.path)
+		snap, err := manifest.Open(store, f.path).Load(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +439,7 @@ func TestReadAcrossSegments(t *testing.T) {
 		ts += uint64(rng.IntN(3))
 		f.object([]batchfmt.Record{rec(ts, fmt.Sprintf("o%d", i))})
 	}
-	snap, err := manifest.Load(ctx, store, f.path)
+	snap, err := manifest.Open(store, f.path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,12 +539,12 @@ func TestSegmentsCollectedWhileReading(t *testing.T) {
 	store, f, s := sessionOverSegments(t)
 	// Retention drops everything below 300 (the first segment and more); the collector
 	// deletes what is unreferenced.
-	before, err := manifest.Load(ctx, store, f.path)
+	before, err := manifest.Open(store, f.path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.object([]batchfmt.Record{batchfmt.TrimRecord(300)})
-	after, err := manifest.Update(ctx, store, f.path, func(st *manifest.State) error {
+	after, err := manifest.Open(store, f.path).Update(ctx, func(st *manifest.State) error {
 		if st.ApplyRetention(1<<62, 0) == 0 {
 			return errors.New("nothing dropped")
 		}
@@ -587,7 +587,7 @@ func TestTrimmedObjectsCollectedWhileReading(t *testing.T) {
 	store, f, s := sessionOverSegments(t)
 	const tp = 100 // inside the first segment, [0, 256)
 	f.object([]batchfmt.Record{batchfmt.TrimRecord(tp)})
-	after, err := manifest.Load(ctx, store, f.path)
+	after, err := manifest.Open(store, f.path).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -301,7 +301,7 @@ func TestDeleteStreamSparesObjectsOfRecreatedStream(t *testing.T) {
 	if hookErr != nil {
 		t.Fatalf("recreate and append during the delete: %v", hookErr)
 	}
-	snap, err := manifest.Load(ctx, h, st.ManifestPath)
+	snap, err := manifest.Open(h, st.ManifestPath).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

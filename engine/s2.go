@@ -268,7 +268,7 @@ func (b *s2Backend) ListStreams(ctx context.Context, basin string, req s2api.Lis
 	}
 	out := s2api.ListStreamsResponse{Streams: make([]s2api.StreamInfo, 0, len(streams)), HasMore: more}
 	for _, st := range streams {
-		snap, err := manifest.Load(ctx, b.e.cfg.Store, st.ManifestPath)
+		snap, err := manifest.Open(b.e.cfg.Store, st.ManifestPath).Load(ctx)
 		if errors.Is(err, manifest.ErrNotExist) {
 			continue // deleted meanwhile
 		}

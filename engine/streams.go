@@ -19,7 +19,7 @@ func (e *Engine) CreateStream(ctx context.Context, basin, name string, cfg manif
 	if err := e.requireBasin(ctx, basin); err != nil {
 		return nil, err
 	}
-	return manifest.Create(ctx, e.cfg.Store, st.ManifestPath, cfg, e.cfg.Now())
+	return manifest.Open(e.cfg.Store, st.ManifestPath).Create(ctx, cfg, e.cfg.Now())
 }
 
 // Stream loads a stream's manifest. manifest.ErrNotExist if there is none; ErrBasinNotFound
@@ -29,7 +29,7 @@ func (e *Engine) Stream(ctx context.Context, basin, name string) (*manifest.Snap
 	if err != nil {
 		return nil, err
 	}
-	snap, err := manifest.Load(ctx, e.cfg.Store, st.ManifestPath)
+	snap, err := manifest.Open(e.cfg.Store, st.ManifestPath).Load(ctx)
 	if errors.Is(err, manifest.ErrNotExist) {
 		if berr := e.requireBasin(ctx, basin); berr != nil {
 			return nil, berr
@@ -44,7 +44,7 @@ func (e *Engine) Reconfigure(ctx context.Context, basin, name string, fn func(*m
 	if err != nil {
 		return nil, err
 	}
-	snap, err := manifest.Update(ctx, e.cfg.Store, st.ManifestPath, func(s *manifest.State) error {
+	snap, err := manifest.Open(e.cfg.Store, st.ManifestPath).Update(ctx, func(s *manifest.State) error {
 		c := s.Config
 		if err := fn(&c); err != nil {
 			return err

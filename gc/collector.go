@@ -127,8 +127,8 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	defer st.mu.Unlock()
 	log := c.cfg.Logger.With("manifest", manifestPath)
 
-	// No manifest, or the tombstone a delete_on_empty left (see manifest.Create): the stream
-	// is gone, and what it left behind is swept.
+	// No manifest, or the tombstone a delete_on_empty left (see manifest.Handle.Create): the
+	// stream is gone, and what it left behind is swept.
 	head, err := c.store.Head(ctx, manifestPath)
 	if gone := errors.Is(err, objectstore.ErrNotFound); gone || (err == nil && head.Size == 0) {
 		if err := c.sweepGone(ctx, s, st, log, &rep, full); err != nil {
@@ -144,13 +144,14 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	now := c.cfg.Now()
 	nowMs := uint64(max(now.UnixMilli(), 0))
 	keepMs := uint64(c.cfg.KeepRecent / time.Millisecond)
-	retained, err := manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
+	mf := manifest.Open(c.store, manifestPath, manifest.WithBackoff(c.cfg.Backoff))
+	retained, err := mf.Update(ctx, func(ms *manifest.State) error {
 		rep.EntriesDropped = ms.ApplyRetention(nowMs, keepMs)
 		if rep.EntriesDropped == 0 {
 			return manifest.ErrNoChange
 		}
 		return nil
-	}, manifest.WithBackoff(c.cfg.Backoff))
+	})
 	if err != nil {
 		rep.EntriesDropped = 0 // nothing known to be applied
 		if errors.Is(err, manifest.ErrNotExist) {
@@ -162,7 +163,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 		c.m.entriesDropped.Add(float64(rep.EntriesDropped))
 		log.Info("retention dropped entries", "entries", rep.EntriesDropped)
 	}
-	c.raiseTrimInSegments(ctx, manifestPath, retained.State, nowMs, log, &rep)
+	c.raiseTrimInSegments(ctx, mf, retained.State, nowMs, log, &rep)
 
 	// 2. The store's clock: write a probe and read its modification time. It happens before
 	// the manifest is read again, so every object old enough to delete was either
@@ -174,7 +175,7 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 	cutoff := storeNow.Add(-c.cfg.GracePeriod)
 
 	// 3. What the manifest references now, segments included.
-	snap, err := manifest.Load(ctx, c.store, manifestPath)
+	snap, err := mf.Load(ctx)
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)

@@ -70,12 +70,12 @@
 // nothing is orphaned. Deletion replaces the manifest, conditionally on the version the pass
 // read, with an empty object, a tombstone, which stays: a producer that commits at the same
 // moment either wins (the replacement fails, the stream lives on) or fails its write and then
-// its reload (manifest.Load reports a tombstone as no manifest), so no acknowledged record is
-// ever lost with the stream; readers, listings and the collector treat a tombstone as a
-// deleted stream, and manifest.Create replaces it conditionally. The key is never deleted:
-// the store has no conditional delete, and a collector deleting it could race with a client
-// creating the stream again and delete the new, live manifest. An object a losing producer
-// uploaded in that instant is left behind under the prefix.
+// its reload (manifest.Handle.Load reports a tombstone as no manifest), so no acknowledged
+// record is ever lost with the stream; readers, listings and the collector treat a tombstone
+// as a deleted stream, and manifest.Handle.Create replaces it conditionally. The key is never
+// deleted: the store has no conditional delete, and a collector deleting it could race with a
+// client creating the stream again and delete the new, live manifest. An object a losing
+// producer uploaded in that instant is left behind under the prefix.
 //
 // # Running it
 //

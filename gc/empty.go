@@ -86,7 +86,7 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
 }
 
 // finishDelete completes a deletion after the manifest became a tombstone: it removes the
-// probe. The tombstone stays (see manifest.Create): deleting the key would race with a
+// probe. The tombstone stays (see manifest.Handle.Create): deleting the key would race with a
 // re-creation of the stream, since the store has no conditional delete.
 func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) {
 	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil {

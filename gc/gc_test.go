@@ -77,7 +77,7 @@ func (s *stream) object(k int, recs ...batchfmt.Record) {
 
 func load(t testing.TB, store objectstore.Store) *manifest.State {
 	t.Helper()
-	snap, err := manifest.Load(context.Background(), store, mpath)
+	snap, err := manifest.Open(store, mpath).Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,10 +589,10 @@ func TestDeleteOnEmpty(t *testing.T) {
 	pass(false) // empty for 70 s, but the objects are not collected yet
 	fs.advance(11 * time.Minute)
 	pass(true) // collects the objects, then nothing is left: the stream goes
-	if _, err := manifest.Load(ctx, fs, mpath); !errors.Is(err, manifest.ErrNotExist) {
+	if _, err := manifest.Open(fs, mpath).Load(ctx); !errors.Is(err, manifest.ErrNotExist) {
 		t.Fatalf("manifest after delete_on_empty: %v", err)
 	}
-	// Only the tombstone stays (see manifest.Create).
+	// Only the tombstone stays (see manifest.Handle.Create).
 	if left := keys(t, fs, ""); len(left) != 1 || left[0] != mpath {
 		t.Fatalf("left behind: %v", left)
 	}
@@ -617,7 +617,7 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
 	scfg := manifest.DefaultConfig()
 	scfg.DeleteOnEmpty = manifest.DeleteOnEmpty{MinAgeSecs: 1}
-	if _, err := manifest.Create(ctx, fs, mpath, scfg, t0); err != nil {
+	if _, err := manifest.Open(fs, mpath).Create(ctx, scfg, t0); err != nil {
 		t.Fatal(err)
 	}
 	now := t0.Add(time.Minute)
@@ -660,7 +660,7 @@ func TestTombstoneRaceWithRecreate(t *testing.T) {
 	fs := newFaultStore(objectstore.NewMemStore(), t0)
 	scfg := manifest.DefaultConfig()
 	scfg.DeleteOnEmpty = manifest.DeleteOnEmpty{MinAgeSecs: 1}
-	if _, err := manifest.Create(ctx, fs, mpath, scfg, t0); err != nil {
+	if _, err := manifest.Open(fs, mpath).Create(ctx, scfg, t0); err != nil {
 		t.Fatal(err)
 	}
 	now := t0.Add(time.Minute)
@@ -674,7 +674,7 @@ func TestTombstoneRaceWithRecreate(t *testing.T) {
 		t.Fatalf("deletion: %+v %v", rep, err)
 	}
 	// A client creates the stream again; b, which never saw it live, passes over it.
-	snap, err := manifest.Create(ctx, fs, mpath, manifest.DefaultConfig(), now)
+	snap, err := manifest.Open(fs, mpath).Create(ctx, manifest.DefaultConfig(), now)
 	if err != nil {
 		t.Fatalf("create over the tombstone: %v", err)
 	}
@@ -683,11 +683,11 @@ func TestTombstoneRaceWithRecreate(t *testing.T) {
 			t.Fatalf("pass over the re-created stream: %v", err)
 		}
 	}
-	got, err := manifest.Load(ctx, fs, mpath)
+	got, err := manifest.Open(fs, mpath).Load(ctx)
 	if err != nil || got.State.Generation != snap.State.Generation {
 		t.Fatalf("re-created stream: %v", err)
 	}
-	if _, err := manifest.Create(ctx, fs, mpath, manifest.DefaultConfig(), now); !errors.Is(err, manifest.ErrExists) {
+	if _, err := manifest.Open(fs, mpath).Create(ctx, manifest.DefaultConfig(), now); !errors.Is(err, manifest.ErrExists) {
 		t.Fatalf("create over a live stream: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // newer states of the same generation and retention config (entries leave the manifest only
 // from its start, segments never change, and what is past the age at nowMs stays so). A
 // failure leaves the trim point for a later pass, and the pass goes on.
-func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string, ms *manifest.State, nowMs uint64, log *slog.Logger, rep *Report) {
+func (c *Collector) raiseTrimInSegments(ctx context.Context, mf *manifest.Handle, ms *manifest.State, nowMs uint64, log *slog.Logger, rep *Report) {
 	point, err := manifest.NewIndex(c.store, ms).ExpiredPrefix(ctx, nowMs)
 	if err != nil {
 		log.Warn("retention: looking into the sealed segments failed; records past the age in them stay readable until a later pass", "err", err)
@@ -29,7 +29,7 @@ func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string
 	}
 	gen, retention := ms.Generation, ms.Config.Retention
 	var raised uint64
-	_, err = manifest.Update(ctx, c.store, manifestPath, func(ms *manifest.State) error {
+	_, err = mf.Update(ctx, func(ms *manifest.State) error {
 		raised = 0
 		p := min(point, ms.Tail.SeqNum)
 		if p <= ms.TrimPoint || ms.Generation != gen || ms.Config.Retention != retention {
@@ -37,7 +37,7 @@ func (c *Collector) raiseTrimInSegments(ctx context.Context, manifestPath string
 		}
 		ms.TrimPoint, raised = p, p
 		return nil
-	}, manifest.WithBackoff(c.cfg.Backoff))
+	})
 	if err != nil {
 		log.Warn("retention: raising the trim point past records past the age failed; a later pass tries again", "err", err)
 		return

@@ -16,7 +16,7 @@ func arrivalsStream(t *testing.T, store objectstore.Store, ret manifest.Retentio
 	t.Helper()
 	cfg := manifest.DefaultConfig()
 	cfg.Retention = ret
-	if _, err := manifest.Create(context.Background(), store, mpath, cfg, base); err != nil {
+	if _, err := manifest.Open(store, mpath).Create(context.Background(), cfg, base); err != nil {
 		t.Fatal(err)
 	}
 	arr := make([]uint64, n)
@@ -76,7 +76,7 @@ func TestRetentionChangeTakesEffectNextPass(t *testing.T) {
 	if _, err := c.Pass(ctx, mpath, dpre); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := manifest.Update(ctx, store, mpath, func(s *manifest.State) error {
+	if _, err := manifest.Open(store, mpath).Update(ctx, func(s *manifest.State) error {
 		s.Config.Retention = manifest.Retention{AgeSecs: 100}
 		return nil
 	}); err != nil {

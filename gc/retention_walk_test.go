@@ -42,7 +42,7 @@ var commitBatchNum atomic.Uint64
 // commitArrivals commits one batch of one record per arrival time, as a producer would.
 func commitArrivals(t testing.TB, store objectstore.Store, arrivals []uint64) {
 	t.Helper()
-	_, err := manifest.Update(context.Background(), store, mpath, func(s *manifest.State) error {
+	_, err := manifest.Open(store, mpath).Update(context.Background(), func(s *manifest.State) error {
 		for _, a := range arrivals {
 			n := commitBatchNum.Add(1)
 			b := &manifest.Batch{Key: fmt.Sprintf("%s/rev-%d", dpre, n), ObjectBytes: 1, ProducerID: "p", BatchNum: n,
@@ -64,7 +64,7 @@ func bigSegmentStream(t *testing.T, store objectstore.Store) {
 	t.Helper()
 	cfg := manifest.DefaultConfig()
 	cfg.Retention = manifest.Retention{AgeSecs: 100}
-	if _, err := manifest.Create(context.Background(), store, mpath, cfg, t0); err != nil {
+	if _, err := manifest.Open(store, mpath).Create(context.Background(), cfg, t0); err != nil {
 		t.Fatal(err)
 	}
 	const n = 34*manifest.SealEntries + 1

@@ -20,7 +20,7 @@ func TestDeleteOnEmptyMinAgeOverflow(t *testing.T) {
 	store := objectstore.NewMemStore()
 	scfg := manifest.DefaultConfig()
 	scfg.DeleteOnEmpty = manifest.DeleteOnEmpty{MinAgeSecs: 18446744074}
-	if _, err := manifest.Create(ctx, store, mpath, scfg, t0); err != nil {
+	if _, err := manifest.Open(store, mpath).Create(ctx, scfg, t0); err != nil {
 		t.Fatalf("create (refusing the config would be a fine fix): %v", err)
 	}
 	now := t0.Add(time.Hour)
@@ -66,7 +66,7 @@ func (c *countGets) Get(ctx context.Context, key string, opts objectstore.GetOpt
 func TestSegmentCycleFailsPass(t *testing.T) {
 	ctx := context.Background()
 	base := objectstore.NewMemStore()
-	snap, err := manifest.Create(ctx, base, mpath, manifest.DefaultConfig(), t0)
+	snap, err := manifest.Open(base, mpath).Create(ctx, manifest.DefaultConfig(), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSegmentCycleFailsPass(t *testing.T) {
 	if _, err := objectstore.PutBytes(ctx, base, key, seg.Encode(), objectstore.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := manifest.Update(ctx, base, mpath, func(s *manifest.State) error {
+	if _, err := manifest.Open(base, mpath).Update(ctx, func(s *manifest.State) error {
 		s.Segments = []manifest.SegmentRef{{Key: key, Level: 1}}
 		return nil
 	}); err != nil {

@@ -85,7 +85,8 @@ func TestCommitterRoleElection(t *testing.T) {
 	// Two committers read the same version and both take the role; only one write lands.
 	ctx := context.Background()
 	store := objectstore.NewMemStore()
-	snap, err := Create(ctx, store, "s/manifest", DefaultConfig(), now)
+	m := Open(store, "s/manifest")
+	snap, err := m.Create(ctx, DefaultConfig(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +96,13 @@ func TestCommitterRoleElection(t *testing.T) {
 		if err := s.TakeRole(id, "http://"+id, now, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Write(ctx, store, "s/manifest", s, snap.Version); err == nil {
+		if _, err := m.Write(ctx, s, snap.Version); err == nil {
 			wins++
 		} else if !errors.Is(err, ErrConflict) {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
-	got, err := Load(ctx, store, "s/manifest")
+	got, err := m.Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

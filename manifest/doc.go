@@ -2,8 +2,8 @@
 //
 // A stream is a manifest object at a path (default "ingest/manifest") plus immutable batch
 // objects under a data prefix. The manifest is one small object rewritten only with
-// conditional writes: If-None-Match: * to create it (Create), If-Match on the version read to
-// change it (Write, Update). It holds (see State):
+// conditional writes: If-None-Match: * to create it (Handle.Create), If-Match on the version
+// read to change it (Handle.Write, Handle.Update). It holds (see State):
 //
 //   - a stream generation id, random at creation, so a deleted and recreated stream is never
 //     mistaken for the old one (readers and writers compare it on every reload);
@@ -92,11 +92,14 @@
 // the invariants (contiguous entries, ordered timestamps, ref levels). Any failure is a
 // *CorruptError (errors.Is ErrCorrupt); a newer version byte is ErrUnsupportedVersion.
 //
-// # Writing
+// # Reading and writing
 //
-// Load reads; Create makes a new stream; Write is one conditional write (ErrConflict when
-// another writer came first, ErrOutcomeUnknown when it may or may not have happened); Update
-// is read-modify-write with jittered exponential backoff that applies its function's change
-// exactly once, resolving unknown outcomes by the write nonce. Consumers use Update for epoch
-// bumps (OpenGroup) and acks (SetCheckpoint, Prune).
+// Open(store, path, opts...) returns the Handle on one stream's manifest; it does no I/O, and
+// its options set the backoff of its retries (WithBackoff) and Update's attempts
+// (WithMaxAttempts). Load reads (LoadWithRetry retries plain failures; LoadOrCreate creates
+// the stream when there is none); Create makes a new stream; Write is one conditional write
+// (ErrConflict when another writer came first, ErrOutcomeUnknown when it may or may not have
+// happened); Update is read-modify-write with jittered exponential backoff that applies its
+// function's change exactly once, resolving unknown outcomes by the write nonce. Consumers
+// use Update for epoch bumps (OpenGroup) and acks (SetCheckpoint, Prune).
 package manifest

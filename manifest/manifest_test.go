@@ -287,29 +287,30 @@ func FuzzDecode(f *testing.F) {
 func TestCreateLoadWriteConflict(t *testing.T) {
 	ctx := context.Background()
 	store := objectstore.NewMemStore()
-	if _, err := Load(ctx, store, "s/manifest"); !errors.Is(err, ErrNotExist) {
+	m := Open(store, "s/manifest")
+	if _, err := m.Load(ctx); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("want ErrNotExist, got %v", err)
 	}
-	snap, err := Create(ctx, store, "s/manifest", DefaultConfig(), time.Now())
+	snap, err := m.Create(ctx, DefaultConfig(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Create(ctx, store, "s/manifest", DefaultConfig(), time.Now()); !errors.Is(err, ErrExists) {
+	if _, err := m.Create(ctx, DefaultConfig(), time.Now()); !errors.Is(err, ErrExists) {
 		t.Fatalf("want ErrExists, got %v", err)
 	}
 	a, b := snap.State.Clone(), snap.State.Clone()
-	if _, err := Write(ctx, store, "s/manifest", a, snap.Version); err != nil {
+	if _, err := m.Write(ctx, a, snap.Version); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(ctx, store, "s/manifest", b, snap.Version); !errors.Is(err, ErrConflict) {
+	if _, err := m.Write(ctx, b, snap.Version); !errors.Is(err, ErrConflict) {
 		t.Fatalf("want ErrConflict, got %v", err)
 	}
-	got, err := Load(ctx, store, "s/manifest")
+	got, err := m.Load(ctx)
 	if err != nil || got.State.WriteCounter != 2 {
 		t.Fatalf("%v counter %d", err, got.State.WriteCounter)
 	}
 	// Bad config is reported in full.
-	_, err = Create(ctx, store, "t/manifest", Config{Timestamping: Timestamping{Mode: 9}}, time.Now())
+	_, err = Open(store, "t/manifest").Create(ctx, Config{Timestamping: Timestamping{Mode: 9}}, time.Now())
 	if !errors.Is(err, ErrInvalidConfig) || len(err.(interface{ Unwrap() []error }).Unwrap()) != 2 {
 		t.Fatalf("want 2 config problems, got %v", err)
 	}
@@ -318,7 +319,7 @@ func TestCreateLoadWriteConflict(t *testing.T) {
 func TestUpdateConcurrentCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	store := objectstore.NewMemStore()
-	if _, err := Create(ctx, store, "m", DefaultConfig(), time.Now()); err != nil {
+	if _, err := Open(store, "m").Create(ctx, DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	const workers, each = 8, 20
@@ -329,10 +330,10 @@ func TestUpdateConcurrentCheckpoints(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				_, err := Update(ctx, store, "m", func(s *State) error {
+				_, err := Open(store, "m", WithMaxAttempts(0), WithBackoff(Backoff{Initial: time.Microsecond, Max: time.Millisecond, Multiplier: 2})).Update(ctx, func(s *State) error {
 					s.OpenGroup(fmt.Sprintf("g%d", w))
 					return nil
-				}, WithMaxAttempts(0), WithBackoff(Backoff{Initial: time.Microsecond, Max: time.Millisecond, Multiplier: 2}))
+				})
 				if err != nil {
 					errs <- err
 					return
@@ -345,7 +346,7 @@ func TestUpdateConcurrentCheckpoints(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	snap, _ := Load(ctx, store, "m")
+	snap, _ := Open(store, "m").Load(ctx)
 	for w := range workers {
 		if g := snap.State.Groups[fmt.Sprintf("g%d", w)]; g.Epoch != each {
 			t.Fatalf("group %d epoch %d, want %d (lost or doubled update)", w, g.Epoch, each)
@@ -360,11 +361,11 @@ func TestUpdateOutcomeUnknownAppliesOnce(t *testing.T) {
 	ctx := context.Background()
 	for _, applied := range []bool{true, false} {
 		mem := objectstore.NewMemStore()
-		if _, err := Create(ctx, mem, "m", DefaultConfig(), time.Now()); err != nil {
+		if _, err := Open(mem, "m").Create(ctx, DefaultConfig(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		fs := &flakyPuts{Store: mem, key: "m", script: []bool{applied}}
-		snap, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil })
+		snap, err := Open(fs, "m").Update(ctx, func(s *State) error { s.OpenGroup("g"); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,7 +472,7 @@ func TestCreateRequests(t *testing.T) {
 	ctx := context.Background()
 	s := &opCounter{Store: objectstore.NewMemStore()}
 	now := time.Unix(1700000000, 0)
-	if _, err := Create(ctx, s, "a/manifest", DefaultConfig(), now); err != nil {
+	if _, err := Open(s, "a/manifest").Create(ctx, DefaultConfig(), now); err != nil {
 		t.Fatal(err)
 	}
 	if s.heads != 0 || s.puts != 1 {
@@ -480,21 +481,21 @@ func TestCreateRequests(t *testing.T) {
 	if _, err := objectstore.PutBytes(ctx, s.Store, "b/manifest", nil, objectstore.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(ctx, s, "b/manifest"); !errors.Is(err, ErrNotExist) {
+	if _, err := Open(s, "b/manifest").Load(ctx); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("load of a tombstone: %v, want ErrNotExist", err)
 	}
-	snap, err := Create(ctx, s, "b/manifest", DefaultConfig(), now)
+	snap, err := Open(s, "b/manifest").Create(ctx, DefaultConfig(), now)
 	if err != nil {
 		t.Fatalf("create over a tombstone: %v", err)
 	}
-	if got, err := Load(ctx, s, "b/manifest"); err != nil || got.State.Generation != snap.State.Generation {
+	if got, err := Open(s, "b/manifest").Load(ctx); err != nil || got.State.Generation != snap.State.Generation {
 		t.Fatalf("after create over a tombstone: %v, %v", got, err)
 	}
-	before, _ := Load(ctx, s, "a/manifest")
-	if _, err := Create(ctx, s, "a/manifest", DefaultConfig(), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
+	before, _ := Open(s, "a/manifest").Load(ctx)
+	if _, err := Open(s, "a/manifest").Create(ctx, DefaultConfig(), now.Add(time.Hour)); !errors.Is(err, ErrExists) {
 		t.Fatalf("create over a live manifest: %v, want ErrExists", err)
 	}
-	if after, err := Load(ctx, s, "a/manifest"); err != nil || after.Version != before.Version {
+	if after, err := Open(s, "a/manifest").Load(ctx); err != nil || after.Version != before.Version {
 		t.Fatalf("the live manifest changed: %v", err)
 	}
 }
@@ -514,7 +515,7 @@ func TestCreateHeadFailure(t *testing.T) {
 	if _, err := objectstore.PutBytes(ctx, mem, "t/manifest", nil, objectstore.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Create(ctx, headFails{mem}, "t/manifest", DefaultConfig(), time.Unix(1700000000, 0))
+	_, err := Open(headFails{mem}, "t/manifest").Create(ctx, DefaultConfig(), time.Unix(1700000000, 0))
 	if err == nil || errors.Is(err, ErrExists) {
 		t.Fatalf("create over a tombstone whose HEAD failed: %v, want the HEAD's error", err)
 	}

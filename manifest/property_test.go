@@ -189,12 +189,12 @@ func TestLoadOrCreateRetries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := LoadOrCreate(ctx, fs, "m", DefaultConfig(), time.Now())
+		snap, err := Open(fs, "m").LoadOrCreate(ctx, DefaultConfig(), time.Now())
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		fs.SetEnabled(false)
-		got, err := Load(ctx, mem, "m")
+		got, err := Open(mem, "m").Load(ctx)
 		if err != nil || got.State.Generation != snap.State.Generation {
 			t.Fatalf("seed %d: loaded %v, generation differs from the one returned", seed, err)
 		}

@@ -44,15 +44,15 @@ func TestRefusedStoreFailsFast(t *testing.T) {
 	defer cancel()
 	for _, kind := range []error{objectstore.ErrNoBucket, objectstore.ErrAccessDenied} {
 		st := &refusingStore{Store: objectstore.NewMemStore(), kind: kind}
-		if _, err := manifest.LoadWithRetry(ctx, st, "s/manifest", manifest.DefaultBackoff()); !errors.Is(err, kind) || st.gets.Load() != 1 {
+		if _, err := manifest.Open(st, "s/manifest", manifest.WithBackoff(manifest.DefaultBackoff())).LoadWithRetry(ctx); !errors.Is(err, kind) || st.gets.Load() != 1 {
 			t.Errorf("%v: LoadWithRetry: %v after %d gets", kind, err, st.gets.Load())
 		}
 		st = &refusingStore{Store: objectstore.NewMemStore(), kind: kind}
-		if _, err := manifest.LoadOrCreate(ctx, st, "s/manifest", manifest.DefaultConfig(), time.Now()); !errors.Is(err, kind) || st.gets.Load() != 1 || st.puts.Load() != 0 {
+		if _, err := manifest.Open(st, "s/manifest").LoadOrCreate(ctx, manifest.DefaultConfig(), time.Now()); !errors.Is(err, kind) || st.gets.Load() != 1 || st.puts.Load() != 0 {
 			t.Errorf("%v: LoadOrCreate (load refused): %v after %d gets, %d puts", kind, err, st.gets.Load(), st.puts.Load())
 		}
 		st = &refusingStore{Store: objectstore.NewMemStore(), kind: kind, getsMissing: true}
-		if _, err := manifest.LoadOrCreate(ctx, st, "s/manifest", manifest.DefaultConfig(), time.Now()); !errors.Is(err, kind) || st.puts.Load() != 1 {
+		if _, err := manifest.Open(st, "s/manifest").LoadOrCreate(ctx, manifest.DefaultConfig(), time.Now()); !errors.Is(err, kind) || st.puts.Load() != 1 {
 			t.Errorf("%v: LoadOrCreate (create refused): %v after %d gets, %d puts", kind, err, st.gets.Load(), st.puts.Load())
 		}
 	}

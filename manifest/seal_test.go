@@ -20,7 +20,7 @@ func TestManifestBoundWith100kEntries(t *testing.T) {
 	const bound = 128 << 10
 	ctx := context.Background()
 	store := objectstore.NewMemStore()
-	snap, err := Create(ctx, store, "ingest/manifest", DefaultConfig(), time.Now())
+	snap, err := Open(store, "ingest/manifest").Create(ctx, DefaultConfig(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestManifestBoundWith100kEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := Write(ctx, store, "ingest/manifest", st, snap.Version)
+		res, err := Open(store, "ingest/manifest").Write(ctx, st, snap.Version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestManifestBoundWith100kEntries(t *testing.T) {
 		}
 	}
 	// Reload: the stored manifest decodes and lookups span segments.
-	snap, err = Load(ctx, store, "ingest/manifest")
+	snap, err = Open(store, "ingest/manifest").Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,40 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"math"
-	mrand "math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
 )
+
+// Handle is one stream's manifest: the object at a path in a store, and how its reads and
+// updates retry. It holds no state of the stream (every method goes to the store) and is
+// safe for concurrent use.
+type Handle struct {
+	store       objectstore.Store
+	path        string
+	backoff     Backoff
+	maxAttempts int
+}
+
+// Option configures a Handle.
+type Option func(*Handle)
+
+// WithBackoff sets the backoff between the retries of LoadWithRetry, LoadOrCreate and Update
+// (default DefaultBackoff).
+func WithBackoff(b Backoff) Option { return func(m *Handle) { m.backoff = b } }
+
+// WithMaxAttempts bounds Update's write attempts (default 50); n <= 0 means no bound but ctx.
+func WithMaxAttempts(n int) Option { return func(m *Handle) { m.maxAttempts = n } }
+
+// Open returns the handle on the manifest at path in store. It does no I/O.
+func Open(store objectstore.Store, path string, opts ...Option) *Handle {
+	m := &Handle{store: store, path: path, backoff: DefaultBackoff(), maxAttempts: 50}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
 
 // Snapshot is a manifest as read from (or written to) the store: the state and the store
 // version it was read at, the version the next conditional write must name.
@@ -20,10 +47,11 @@ type Snapshot struct {
 	Version string
 }
 
-// Load reads and decodes the manifest at path. ErrNotExist if there is none, or if the object
+// Load reads and decodes the manifest. ErrNotExist if there is none, or if the object
 // there is a tombstone (see Create).
-func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot, error) {
-	data, info, err := objectstore.ReadAll(ctx, store, path)
+func (m *Handle) Load(ctx context.Context) (*Snapshot, error) {
+	path := m.path
+	data, info, err := objectstore.ReadAll(ctx, m.store, path)
 	if err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotExist, path, err)
@@ -40,7 +68,7 @@ func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot,
 	return &Snapshot{State: st, Version: info.Version}, nil
 }
 
-// Create writes a new, empty manifest at path, create-only. ErrExists if one is there.
+// Create writes a new, empty manifest with cfg, create-only. ErrExists if one is there.
 // A create whose outcome is unknown is resolved by reading the manifest back: if it holds the
 // generation just written, the create took effect.
 //
@@ -48,7 +76,8 @@ func Load(ctx context.Context, store objectstore.Store, path string) (*Snapshot,
 // stream by replacing its manifest with one, conditionally, and never deletes the key itself,
 // so that a collector racing with a re-creation can never delete a live manifest. Load treats
 // a tombstone as no manifest, and Create replaces it, conditionally on its version.
-func Create(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
+func (m *Handle) Create(ctx context.Context, cfg Config, now time.Time) (*Snapshot, error) {
+	store, path := m.store, m.path
 	st, err := NewState(cfg, now)
 	if err != nil {
 		return nil, err
@@ -76,7 +105,7 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	case errors.Is(err, objectstore.ErrPreconditionFailed):
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	case errors.Is(err, objectstore.ErrOutcomeUnknown):
-		snap, lerr := Load(ctx, store, path)
+		snap, lerr := m.Load(ctx)
 		if lerr != nil {
 			return nil, fmt.Errorf("%w: create %s: %w (read back: %w)", ErrOutcomeUnknown, path, err, lerr)
 		}
@@ -88,16 +117,16 @@ func Create(ctx context.Context, store objectstore.Store, path string, cfg Confi
 	return nil, fmt.Errorf("manifest: create %s: %w", path, err)
 }
 
-// LoadOrCreate loads the manifest at path, creating it with cfg when there is none. Plain
-// failures (and a create whose outcome stays unknown) are retried with DefaultBackoff, up to
+// LoadOrCreate loads the manifest, creating it with cfg when there is none. Plain failures
+// (and a create whose outcome stays unknown) are retried with the handle's backoff, up to
 // 20 attempts or until ctx ends; ErrNotExist never escapes, corruption and invalid config do,
 // and the store's refusals (objectstore.Refused: a missing bucket, refused credentials, a
 // server without conditional writes) at once.
-func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg Config, now time.Time) (*Snapshot, error) {
+func (m *Handle) LoadOrCreate(ctx context.Context, cfg Config, now time.Time) (*Snapshot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := DefaultBackoff()
+	path, b := m.path, m.backoff
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
 		if attempt > 0 {
@@ -106,14 +135,14 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 			}
 		}
 		var snap *Snapshot
-		snap, err = Load(ctx, store, path)
+		snap, err = m.Load(ctx)
 		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || objectstore.Refused(err) {
 			return snap, err
 		}
 		if !errors.Is(err, ErrNotExist) {
 			continue
 		}
-		snap, err = Create(ctx, store, path, cfg, now)
+		snap, err = m.Create(ctx, cfg, now)
 		if err == nil || objectstore.Refused(err) {
 			return snap, err
 		}
@@ -122,11 +151,22 @@ func LoadOrCreate(ctx context.Context, store objectstore.Store, path string, cfg
 	return nil, fmt.Errorf("manifest: open %s: gave up: %w", path, err)
 }
 
-// LoadWithRetry is Load retrying plain failures with backoff (up to 20 attempts or until
-// ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion and the store's refusals
-// (objectstore.Refused) are returned at once.
-func LoadWithRetry(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
-	return loadRetrying(ctx, store, path, b)
+// LoadWithRetry is Load retrying plain failures with the handle's backoff (up to 20
+// attempts or until ctx ends); ErrNotExist, corruption, ErrUnsupportedVersion and the
+// store's refusals (objectstore.Refused) are returned at once.
+func (m *Handle) LoadWithRetry(ctx context.Context) (*Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		snap, err := m.Load(ctx)
+		if err == nil {
+			return snap, nil
+		}
+		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || objectstore.Refused(err) || ctx.Err() != nil || attempt >= 20 {
+			return nil, err
+		}
+		if serr := m.backoff.Sleep(ctx, attempt); serr != nil {
+			return nil, err
+		}
+	}
 }
 
 // stamp increments the write counter and records a fresh write nonce.
@@ -149,7 +189,7 @@ type WriteResult struct {
 	Nonce [8]byte
 }
 
-// Write stores st at path if the manifest is still at version base (If-Match). st must be the
+// Write stores st if the manifest is still at version base (If-Match). st must be the
 // caller's own copy (see State.Clone): Write seals old entries into segments when the bound
 // is exceeded (writing segment objects create-only), increments the write counter and records
 // a write nonce, all in st.
@@ -157,7 +197,8 @@ type WriteResult struct {
 // Errors: ErrConflict when another write came first; an error matching ErrOutcomeUnknown when
 // the write may or may not have taken effect (the nonce identifies it: see Applied); other
 // errors did not take effect.
-func Write(ctx context.Context, store objectstore.Store, path string, st *State, base string) (*WriteResult, error) {
+func (m *Handle) Write(ctx context.Context, st *State, base string) (*WriteResult, error) {
+	store, path := m.store, m.path
 	if base == "" {
 		return nil, fmt.Errorf("manifest: write %s: empty base version", path)
 	}
@@ -188,75 +229,6 @@ func (s *State) Applied(nonce [8]byte) bool {
 	return slices.Contains(s.RecentWrites, nonce)
 }
 
-// Backoff is a jittered exponential backoff: attempt n (from 0) waits a uniformly random
-// duration in [0, min(Max, Initial·Multiplier^n)] ("full jitter").
-type Backoff struct {
-	Initial    time.Duration
-	Max        time.Duration
-	Multiplier float64
-}
-
-// DefaultBackoff: 10 ms doubling to 1 s.
-func DefaultBackoff() Backoff {
-	return Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Multiplier: 2}
-}
-
-// Validate reports every problem.
-func (b Backoff) Validate() error {
-	var errs []error
-	if b.Initial <= 0 {
-		errs = append(errs, fmt.Errorf("backoff initial %v must be > 0", b.Initial))
-	}
-	if b.Max < b.Initial {
-		errs = append(errs, fmt.Errorf("backoff max %v must be >= initial %v", b.Max, b.Initial))
-	}
-	if b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0) {
-		errs = append(errs, fmt.Errorf("backoff multiplier %v must be >= 1", b.Multiplier))
-	}
-	return errors.Join(errs...)
-}
-
-// Delay returns the wait before retry number attempt (0-based).
-func (b Backoff) Delay(attempt int) time.Duration {
-	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(min(attempt, 60)))
-	if d > float64(b.Max) || math.IsNaN(d) {
-		d = float64(b.Max)
-	}
-	if d <= 0 {
-		return 0
-	}
-	if d >= float64(math.MaxInt64) { // a Max of "no cap": float64(MaxInt64) rounds up past it
-		return time.Duration(mrand.Int64N(math.MaxInt64))
-	}
-	return time.Duration(mrand.Int64N(int64(d) + 1))
-}
-
-// Sleep waits for Delay(attempt) or until ctx is done.
-func (b Backoff) Sleep(ctx context.Context, attempt int) error {
-	t := time.NewTimer(b.Delay(attempt))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// UpdateOption modifies Update.
-type UpdateOption func(*updateOptions)
-
-type updateOptions struct {
-	backoff     Backoff
-	maxAttempts int
-}
-
-// WithBackoff sets Update's backoff between attempts (default DefaultBackoff).
-func WithBackoff(b Backoff) UpdateOption { return func(o *updateOptions) { o.backoff = b } }
-
-// WithMaxAttempts bounds Update's write attempts (default 50); n <= 0 means no bound but ctx.
-func WithMaxAttempts(n int) UpdateOption { return func(o *updateOptions) { o.maxAttempts = n } }
-
 // Update is read-modify-write with retries: it loads the manifest, calls fn on a private copy
 // of the state, and writes the result conditionally on the version it read. On a conflict it
 // waits (jittered exponential backoff), reloads and calls fn again. When a write's outcome is
@@ -270,15 +242,12 @@ func WithMaxAttempts(n int) UpdateOption { return func(o *updateOptions) { o.max
 // Update fails with ErrNotExist when there is no manifest, with ErrGenerationChanged
 // when the stream is replaced while it runs, and at once with a refusal of the store
 // (objectstore.Refused: a missing bucket, refused credentials, no conditional writes).
-func Update(ctx context.Context, store objectstore.Store, path string, fn func(*State) error, opts ...UpdateOption) (*Snapshot, error) {
-	o := updateOptions{backoff: DefaultBackoff(), maxAttempts: 50}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.backoff.Validate(); err != nil {
+func (m *Handle) Update(ctx context.Context, fn func(*State) error) (*Snapshot, error) {
+	path := m.path
+	if err := m.backoff.Validate(); err != nil {
 		return nil, fmt.Errorf("manifest: update: %w", err)
 	}
-	snap, err := loadRetrying(ctx, store, path, o.backoff)
+	snap, err := m.LoadWithRetry(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -298,12 +267,12 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 		return fmt.Errorf("%w: an earlier write of this update is unresolved: %w", ErrOutcomeUnknown, err)
 	}
 	var lastErr error
-	for attempt := 0; o.maxAttempts <= 0 || attempt < o.maxAttempts; attempt++ {
+	for attempt := 0; m.maxAttempts <= 0 || attempt < m.maxAttempts; attempt++ {
 		if attempt > 0 {
-			if err := o.backoff.Sleep(ctx, attempt-1); err != nil {
+			if err := m.backoff.Sleep(ctx, attempt-1); err != nil {
 				return nil, unresolved(fmt.Errorf("manifest: update %s: %w (last error: %w)", path, err, lastErr))
 			}
-			if snap, err = loadRetrying(ctx, store, path, o.backoff); err != nil {
+			if snap, err = m.LoadWithRetry(ctx); err != nil {
 				return nil, unresolved(err)
 			}
 			if snap.State.Generation != gen {
@@ -330,7 +299,7 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 			}
 			return nil, err
 		}
-		res, err := Write(ctx, store, path, st, snap.Version)
+		res, err := m.Write(ctx, st, snap.Version)
 		if err == nil {
 			return &res.Snapshot, nil
 		}
@@ -342,22 +311,5 @@ func Update(ctx context.Context, store objectstore.Store, path string, fn func(*
 		}
 		lastErr = err
 	}
-	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, o.maxAttempts, lastErr))
-}
-
-// loadRetrying loads, retrying plain failures (not ErrNotExist, corruption, a missing bucket,
-// refused credentials or ctx) with backoff.
-func loadRetrying(ctx context.Context, store objectstore.Store, path string, b Backoff) (*Snapshot, error) {
-	for attempt := 0; ; attempt++ {
-		snap, err := Load(ctx, store, path)
-		if err == nil {
-			return snap, nil
-		}
-		if errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) || objectstore.Refused(err) || ctx.Err() != nil || attempt >= 20 {
-			return nil, err
-		}
-		if serr := b.Sleep(ctx, attempt); serr != nil {
-			return nil, err
-		}
-	}
+	return nil, unresolved(fmt.Errorf("manifest: update %s: gave up after %d attempts: %w", path, m.maxAttempts, lastErr))
 }

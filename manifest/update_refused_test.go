@@ -34,15 +34,15 @@ func (s *condRefusingStore) Put(ctx context.Context, key string, body io.Reader,
 func TestUpdateRefusedWriteFailsAtOnce(t *testing.T) {
 	for _, kind := range []error{objectstore.ErrConditionsUnsupported, objectstore.ErrAccessDenied} {
 		mem := objectstore.NewMemStore()
-		if _, err := manifest.Create(context.Background(), mem, "s/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+		if _, err := manifest.Open(mem, "s/manifest").Create(context.Background(), manifest.DefaultConfig(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		st := &condRefusingStore{Store: mem, kind: kind}
-		_, err := manifest.Update(context.Background(), st, "s/manifest", func(s *manifest.State) error {
+		_, err := manifest.Open(st, "s/manifest", manifest.WithBackoff(manifest.Backoff{Initial: time.Microsecond, Max: time.Microsecond, Multiplier: 2})).Update(context.Background(), func(s *manifest.State) error {
 			s.Config.Retention.AgeSecs = 60
 			s.Config.Retention.Infinite = false
 			return nil
-		}, manifest.WithBackoff(manifest.Backoff{Initial: time.Microsecond, Max: time.Microsecond, Multiplier: 2}))
+		})
 		if !errors.Is(err, kind) || st.puts.Load() != 1 {
 			t.Errorf("%v: Update: %v after %d refused writes, want the refusal after 1", kind, err, st.puts.Load())
 		}

@@ -61,19 +61,19 @@ var fastUnknownBackoff = Backoff{Initial: time.Microsecond, Max: time.Microsecon
 func TestUpdateNonceWindowNeverAppliesTwice(t *testing.T) {
 	ctx := context.Background()
 	mem := objectstore.NewMemStore()
-	if _, err := Create(ctx, mem, "m", DefaultConfig(), time.Now()); err != nil {
+	if _, err := Open(mem, "m").Create(ctx, DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	others := func() {
 		for range maxRecentWrites {
-			if _, err := Update(ctx, mem, "m", func(s *State) error { s.OpenGroup("other"); return nil }); err != nil {
+			if _, err := Open(mem, "m").Update(ctx, func(s *State) error { s.OpenGroup("other"); return nil }); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	fs := &landThenUnknown{Store: mem, key: "m", between: others}
-	snap, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(fastUnknownBackoff))
-	final, lerr := Load(ctx, mem, "m")
+	snap, err := Open(fs, "m", WithBackoff(fastUnknownBackoff)).Update(ctx, func(s *State) error { s.OpenGroup("g"); return nil })
+	final, lerr := Open(mem, "m").Load(ctx)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
@@ -90,12 +90,12 @@ func TestUpdateNonceWindowNeverAppliesTwice(t *testing.T) {
 func TestUpdateUnknownThenReloadFailsKeepsOutcomeUnknown(t *testing.T) {
 	ctx := context.Background()
 	mem := objectstore.NewMemStore()
-	if _, err := Create(ctx, mem, "m", DefaultConfig(), time.Now()); err != nil {
+	if _, err := Open(mem, "m").Create(ctx, DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	fs := &landThenUnknown{Store: mem, key: "m", failGets: true}
-	_, err := Update(ctx, fs, "m", func(s *State) error { s.OpenGroup("g"); return nil }, WithBackoff(fastUnknownBackoff))
-	final, lerr := Load(ctx, mem, "m")
+	_, err := Open(fs, "m", WithBackoff(fastUnknownBackoff)).Update(ctx, func(s *State) error { s.OpenGroup("g"); return nil })
+	final, lerr := Open(mem, "m").Load(ctx)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}

@@ -24,7 +24,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	if err := mem.Delete(ctx, "ingest/manifest"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := manifest.Create(ctx, mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(mem, "ingest/manifest").Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p2 := newProducer(t, testConfig(mem))
@@ -62,7 +62,7 @@ func TestChainMovesToAnotherProducer(t *testing.T) {
 	if !errors.Is(r.err, manifest.ErrPrecedingAppendFailed) {
 		t.Errorf("second: %v, want ErrPrecedingAppendFailed", r.err)
 	}
-	snap, err := manifest.Load(ctx, mem, "ingest/manifest")
+	snap, err := manifest.Open(mem, "ingest/manifest").Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestChainStopsAtFirstFailure(t *testing.T) {
 		}
 		p := newProducer(t, cfg)
 		tail := func() uint64 {
-			snap, err := manifest.Load(ctx, store, "ingest/manifest")
+			snap, err := manifest.Open(store, "ingest/manifest").Load(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

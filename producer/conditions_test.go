@@ -346,7 +346,7 @@ func TestStreamReplacedFailsTickets(t *testing.T) {
 	if err := store.Delete(ctx, "ingest/manifest"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := manifest.Create(ctx, store, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(store, "ingest/manifest").Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendSync(ctx, batchfmt.AppendInput{Records: bodyRecs("b")}); !errors.Is(err, manifest.ErrGenerationChanged) {

@@ -211,7 +211,7 @@ func (f *faultStore) summary() string {
 func newStreamStore(t testing.TB) *objectstore.MemStore {
 	t.Helper()
 	mem := objectstore.NewMemStore()
-	if _, err := manifest.Create(context.Background(), mem, "ingest/manifest", manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(mem, "ingest/manifest").Create(context.Background(), manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return mem

@@ -135,9 +135,9 @@ func open(ctx context.Context, cfg Config) (*manifest.Snapshot, error) {
 	var snap *manifest.Snapshot
 	var err error
 	if cfg.CreateStream {
-		snap, err = manifest.LoadOrCreate(octx, cfg.ObjectStore, cfg.ManifestPath, cfg.StreamConfig, cfg.Now())
+		snap, err = manifest.Open(cfg.ObjectStore, cfg.ManifestPath).LoadOrCreate(octx, cfg.StreamConfig, cfg.Now())
 	} else {
-		snap, err = manifest.LoadWithRetry(octx, cfg.ObjectStore, cfg.ManifestPath, cfg.Backoff)
+		snap, err = manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).LoadWithRetry(octx)
 	}
 	if err != nil && octx.Err() != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("producer: open stream: %w: not opened within %v: %w", ErrDeliveryTimeout, cfg.DeliveryTimeout, causeOf(err))

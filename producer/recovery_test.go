@@ -36,7 +36,7 @@ func TestEvictedRowRestartDoesNotResolveFromOldEntry(t *testing.T) {
 
 	// MaxProducers busier producers evict the row, least recently seen first (as Apply's
 	// PruneProducers does).
-	if _, err := manifest.Update(ctx, mem, cfg.ManifestPath, func(st *manifest.State) error {
+	if _, err := manifest.Open(mem, cfg.ManifestPath).Update(ctx, func(st *manifest.State) error {
 		seen := st.Producers[cfg.ProducerID].LastSeenMs
 		for i := range manifest.MaxProducers {
 			st.Producers[fmt.Sprintf("other-%04d", i)] = manifest.ProducerState{LastBatch: 1, LastSeenMs: seen + 1}
@@ -207,7 +207,7 @@ func (f *floodStore) Put(ctx context.Context, key string, body io.Reader, size i
 		return objectstore.ObjectInfo{}, err
 	}
 	now := uint64(time.Now().UnixMilli()) + 1000
-	if _, err := manifest.Update(ctx, f.Store, key, func(st *manifest.State) error {
+	if _, err := manifest.Open(f.Store, key).Update(ctx, func(st *manifest.State) error {
 		for i := range manifest.MaxRecentEntries + 100 {
 			if _, err := st.Apply(&manifest.Batch{Key: "ingest/0other", ObjectBytes: uint64(len(obj)), ProducerID: fmt.Sprintf("other-%d", i),
 				BatchNum: 1, ArrivalMs: now, Appends: []*batchfmt.AppendInput{fence}}); err != nil {
@@ -288,13 +288,13 @@ func TestReusedProducerIDIsReported(t *testing.T) {
 	inner := objectstore.NewMemStore()
 	cfg := testConfig(inner)
 	cfg.ProducerID = "ingest-host-1"
-	if _, err := manifest.Create(ctx, inner, cfg.ManifestPath, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(inner, cfg.ManifestPath).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	hs := &hookStore{Store: inner, path: cfg.ManifestPath}
 	hs.hook = func() {
 		// The old process's in-flight commit of its batch 1 lands now.
-		snap, err := manifest.Load(ctx, inner, cfg.ManifestPath)
+		snap, err := manifest.Open(inner, cfg.ManifestPath).Load(ctx)
 		if err != nil {
 			t.Error(err)
 			return
@@ -306,7 +306,7 @@ func TestReusedProducerIDIsReported(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if _, err := manifest.Write(ctx, inner, cfg.ManifestPath, st, snap.Version); err != nil {
+		if _, err := manifest.Open(inner, cfg.ManifestPath).Write(ctx, st, snap.Version); err != nil {
 			t.Error(err)
 		}
 	}

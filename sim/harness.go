@@ -179,7 +179,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 		close(comStop)
 		comDone.Wait()
 		h.late.Wait()
-		snap, err := manifest.Load(context.Background(), h.base, sc.ManifestPath)
+		snap, err := manifest.Open(h.base, sc.ManifestPath).Load(context.Background())
 		if err != nil {
 			h.violate("load the manifest after the producers finished: %v", err)
 		} else {
@@ -233,7 +233,7 @@ func (h *harness) result() Result {
 	res.ManifestWrites, res.MaxEntries, res.MaxRefs = h.led.writes, h.led.maxEntries, h.led.maxRefs
 	res.Deleted = len(h.led.deleted)
 	h.led.mu.Unlock()
-	if snap, err := manifest.Load(context.Background(), h.base, h.sc.ManifestPath); err == nil {
+	if snap, err := manifest.Open(h.base, h.sc.ManifestPath).Load(context.Background()); err == nil {
 		res.Present = int(snap.State.Tail.SeqNum - snap.State.FirstSeq())
 		res.Dropped = snap.State.FirstSeq()
 		res.Segments = len(snap.State.Segments)

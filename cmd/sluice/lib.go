@@ -188,7 +188,7 @@ func (e *libEnv) load(ctx context.Context, name string) (catalog.Stream, *manife
 	if err != nil {
 		return st, nil, err
 	}
-	snap, err := manifest.Load(ctx, e.store, st.ManifestPath)
+	snap, err := manifest.Open(e.store, st.ManifestPath).Load(ctx)
 	if err != nil {
 		return st, nil, e.streamErr(name, err)
 	}

@@ -198,7 +198,7 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 					return err
 				}
 			}
-			if _, err := manifest.Create(ctx, e.store, st.ManifestPath, cfg, time.Now()); err != nil {
+			if _, err := manifest.Open(e.store, st.ManifestPath).Create(ctx, cfg, time.Now()); err != nil {
 				return e.streamErr(args[0], err)
 			}
 			e.log.Debug("stream created", "stream", args[0], "basin", basin)
@@ -246,7 +246,7 @@ writes. A shorter retention takes effect at the next GC pass.
 				if err != nil {
 					return err
 				}
-				snap, err = manifest.Update(ctx, e.store, st.ManifestPath, func(s *manifest.State) error {
+				snap, err = manifest.Open(e.store, st.ManifestPath).Update(ctx, func(s *manifest.State) error {
 					c := s.Config
 					if err := cf.apply(cmd, &c); err != nil {
 						return err

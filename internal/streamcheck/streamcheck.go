@@ -30,7 +30,7 @@ type Record struct {
 // while its object is there, and skipped once it is gone. A gap or overlap in positions, an
 // entry whose object disagrees with it, or records that do not end at the tail is an error.
 func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, *manifest.State, map[string]bool, error) {
-	snap, err := manifest.Load(ctx, store, path)
+	snap, err := manifest.Open(store, path).Load(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("load manifest: %w", err)
 	}
