@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeNoticesAVanishedStore: `sluice serve --store ./d`, then ./d removed: /health
@@ -42,16 +43,23 @@ func TestServeNoticesAVanishedStore(t *testing.T) {
 		}
 	}
 	// The cause (the directory's path) is in the log once for each failure, never in the answers.
+	// A request's line is written after its answer is sent: wait for it.
 	var failed, health int
-	for _, l := range strings.Split(logs(), "\n") {
-		if !strings.Contains(l, "the store's directory is missing") {
-			continue
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		failed, health = 0, 0
+		for _, l := range strings.Split(logs(), "\n") {
+			if !strings.Contains(l, "the store's directory is missing") {
+				continue
+			}
+			switch {
+			case strings.Contains(l, `"msg":"request failed"`) && strings.Contains(l, `"level":"ERROR"`):
+				failed++
+			case strings.Contains(l, `"msg":"health check: store unavailable`):
+				health++
+			}
 		}
-		switch {
-		case strings.Contains(l, `"msg":"request failed"`) && strings.Contains(l, `"level":"ERROR"`):
-			failed++
-		case strings.Contains(l, `"msg":"health check: store unavailable`):
-			health++
+		if (failed == 3 && health == 1) || time.Now().After(deadline) {
+			break
 		}
 	}
 	if failed != 3 || health != 1 {
