@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/manifest"
 )
 
 // maxRequestBytes bounds a commit request's body: 256 batches of 1000 appends' metadata
@@ -37,6 +40,22 @@ func (c *Committer) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(resp)
 	})
+}
+
+// Writers' timings: a request waits RequestTimeout for its answer; a writer whose committer
+// failed it writes directly for DirectFor before it asks again.
+const (
+	RequestTimeout = 10 * time.Second
+	DirectFor      = 10 * time.Second
+)
+
+// URL is where a writer sends its next request: the stream's role while it is live at now,
+// else fallback (a configured committer; "" for none).
+func URL(role manifest.CommitterRole, fallback string, now time.Time) string {
+	if role.URL != "" && role.Live(now) {
+		return role.URL
+	}
+	return fallback
 }
 
 // ErrUnreachable: the request did not reach the committer (nothing of it was committed).

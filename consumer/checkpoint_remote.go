@@ -9,13 +9,6 @@ import (
 	"github.com/sluice-dev/sluice/committer"
 )
 
-const (
-	// committerTimeout bounds one checkpoint request to a committer.
-	committerTimeout = 10 * time.Second
-	// directFor is how long the member writes checkpoints itself after its committer failed.
-	directFor = 10 * time.Second
-)
-
 // committerURL is where to send the next checkpoint: the stream's live committer, else
 // Config.Committer; "" to write it directly.
 func (c *Consumer) committerURL() string {
@@ -24,10 +17,7 @@ func (c *Consumer) committerURL() string {
 	if time.Now().Before(c.directUntil) {
 		return ""
 	}
-	if c.role.URL != "" && c.role.Live(time.Now()) {
-		return c.role.URL
-	}
-	return c.r.cfg.Committer
+	return committer.URL(c.role, c.r.cfg.Committer, time.Now())
 }
 
 // flushVia asks the committer at url to write the group's checkpoint low with its next
@@ -41,7 +31,7 @@ func (c *Consumer) flushVia(ctx context.Context, url string, low uint64) (done b
 	if c.r.cfg.CommitterCaller != nil {
 		cl = c.r.cfg.CommitterCaller
 	}
-	rctx, cancel := context.WithTimeout(ctx, committerTimeout)
+	rctx, cancel := context.WithTimeout(ctx, committer.RequestTimeout)
 	resp, err := cl.Commit(rctx, url, req)
 	cancel()
 	switch {
@@ -55,7 +45,7 @@ func (c *Consumer) flushVia(ctx context.Context, url string, low uint64) (done b
 			}
 		}
 		c.mu.Lock()
-		c.directUntil = time.Now().Add(directFor)
+		c.directUntil = time.Now().Add(committer.DirectFor)
 		c.mu.Unlock()
 		c.r.cfg.Logger.Warn("committer failed; writing checkpoints directly", "group", c.group, "committer", url, "err", err)
 		return false, nil

@@ -11,23 +11,13 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 )
 
-const (
-	// committerTimeout bounds one commit request to a committer.
-	committerTimeout = 10 * time.Second
-	// directFor is how long the producer commits directly after its committer failed it.
-	directFor = 10 * time.Second
-)
-
 // committerURL is where to send the next commit: the stream's live committer, else
 // Config.Committer; "" to commit directly (none, or one failed less than directFor ago).
 func (p *Producer) committerURL() string {
 	if time.Now().Before(p.c.directUntil) {
 		return ""
 	}
-	if r := p.c.snap.State.Committer; r.URL != "" && r.Live(p.cfg.Now()) {
-		return r.URL
-	}
-	return p.cfg.Committer
+	return committer.URL(p.c.snap.State.Committer, p.cfg.Committer, p.cfg.Now())
 }
 
 // commitRemote sends the group to the committer at url and resolves it from the answer. It
@@ -66,14 +56,14 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 	p.commitErr = err
 	p.endWriteLocked(w.group, !known)
 	p.mu.Unlock()
-	p.c.directUntil = time.Now().Add(directFor)
+	p.c.directUntil = time.Now().Add(committer.DirectFor)
 	p.c.stale = true
 	p.logRetry("committer failed, committing directly", err, "committer", url, "batches", len(w.group), "outcome_known", known)
 	return false
 }
 
 func (p *Producer) askCommitter(url string, req *committer.Request) (*committer.Response, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, committerTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, committer.RequestTimeout)
 	defer cancel()
 	return p.c.client.Commit(ctx, url, req)
 }
