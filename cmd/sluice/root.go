@@ -60,6 +60,7 @@ Store URLs:
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newBenchCmd(g))
 	root.Version = buildVersion()
 	root.SetVersionTemplate("sluice {{.Version}}\n")
 	useStrictHelp(root)
