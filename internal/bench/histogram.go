@@ -93,18 +93,24 @@ func (h *Histogram) Mean() time.Duration {
 }
 
 // Quantile returns the q-quantile (0 <= q <= 1) to within about 1%: the middle of the
-// bucket holding the value of rank ceil(q·n), clamped to the recorded minimum and maximum.
-// It is 0 when the histogram is empty.
+// bucket holding the value of rank ceil(q·n), clamped to the recorded minimum and maximum;
+// the maximum itself for rank n or the top bucket. It is 0 when the histogram is empty.
 func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
 	rank := uint64(math.Ceil(q * float64(h.n)))
 	rank = min(max(rank, 1), h.n)
+	if rank == h.n {
+		return h.max
+	}
 	var seen uint64
 	for i, c := range h.counts {
 		seen += c
 		if seen >= rank {
+			if i == histBuckets-1 {
+				return h.max
+			}
 			return min(max(bucketMid(i), h.min), h.max)
 		}
 	}
