@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/catalog"
@@ -28,6 +29,7 @@ type benchFlags struct {
 	flushInterval time.Duration
 	json          bool
 	plot          string
+	cmdLine       map[string]bool // flags given on the command line
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -86,6 +88,16 @@ failed append or read ends the run with an error (exit 1), after deleting the st
   sluice bench --store s3://bucket/bench?region=us-east-1 --producers 4 --rate 10000 --json
   sluice bench --endpoint http://localhost:8080 --record-size 256 --plot latency.svg`,
 		Args: cobra.NoArgs,
+		// Root's hook, run here instead (cobra runs only the nearest), with the flags
+		// parsed: --store is root's and in cmd.Flags() only now.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			f.cmdLine = map[string]bool{}
+			cmd.Flags().Visit(func(fl *pflag.Flag) { f.cmdLine[fl.Name] = true })
+			// A --store or --endpoint on the command line (or in the environment) wins
+			// over the other from a weaker level, as a shared config file may hold both.
+			markExclusive(cmd, "store", "endpoint")
+			return applyConfig(cmd)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd, g, f)
 		},
@@ -125,14 +137,16 @@ func (f *benchFlags) validate(cmd *cobra.Command) error {
 	if f.appendSize < 0 || f.appendSize > batchfmt.MaxAppendRecords {
 		bad("invalid value %d for --append-size: must be 0 to %d", f.appendSize, batchfmt.MaxAppendRecords)
 	}
+	// Flags for the other target are refused on the command line; from the environment
+	// or a config file shared with other commands they are ignored.
 	if f.endpoint != "" {
 		if fl.Changed("store") {
 			bad("--store and --endpoint exclude each other: bench measures one of them")
 		}
-		if fl.Changed("flush-interval") {
+		if f.cmdLine["flush-interval"] {
 			bad("--flush-interval applies to --store only (the daemon has its own: serve --flush-interval)")
 		}
-	} else if fl.Changed("auth-token") {
+	} else if f.cmdLine["auth-token"] {
 		bad("--auth-token applies to --endpoint only")
 	}
 	if f.basin != "" {
