@@ -17,6 +17,9 @@ const (
 	deleteTimeout    = time.Minute
 )
 
+// paceQueue is how many due records a producer that falls behind its rate may have queued.
+const paceQueue = 1024
+
 // Run creates the target's stream, writes it with cfg.Producers producers for cfg.Duration
 // while a reader follows it, waits for the last acks and for the reader to catch up, and
 // deletes the stream again, also when ctx ends early or the run fails. When ctx ends early
@@ -208,7 +211,7 @@ type inflight struct {
 	bytes  int
 }
 
-// produce runs producer i: it sends until sendCtx ends, then closes w and waits for the
+// produce runs producer i: it sends for the duration, then closes w and waits for the
 // last acks.
 func (r *run) produce(sendCtx, parent context.Context, i int, w Writer) {
 	pend := make(chan inflight, 1<<14)
@@ -226,12 +229,20 @@ func (r *run) produce(sendCtx, parent context.Context, i int, w Writer) {
 			r.rec.acked(at, f.stamps, f.bytes)
 		}
 	}()
+	// With no rate, sending stops when sendCtx ends; at a rate, once every record due
+	// within the duration is sent (the pacer ends then), unless the run ends first.
 	src := &source{r: r, batches: w.BatchesRecords()}
+	ctx := sendCtx
 	if r.cfg.Rate > 0 {
-		src.due = r.pace(sendCtx, i)
+		ctx = r.ctx
+		// A target that falls behind the rate keeps the run going at most a second (and
+		// the records queued, up to paceQueue) past the duration.
+		pctx, cancel := context.WithTimeout(r.ctx, r.cfg.Duration+time.Second)
+		defer cancel()
+		src.due = r.pace(pctx, i)
 	}
-	for sendCtx.Err() == nil {
-		recs, stamps, bytes := src.next(sendCtx)
+	for ctx.Err() == nil {
+		recs, stamps, bytes := src.next(ctx)
 		if len(recs) == 0 {
 			break
 		}
@@ -261,7 +272,7 @@ func (r *run) produce(sendCtx, parent context.Context, i int, w Writer) {
 
 // pace sends producer i's due times (since start) at its share of the rate until ctx ends.
 func (r *run) pace(ctx context.Context, i int) <-chan time.Duration {
-	out := make(chan time.Duration, 1<<14)
+	out := make(chan time.Duration, paceQueue)
 	n := float64(r.cfg.Producers)
 	interval := time.Duration(float64(time.Second) * n / r.cfg.Rate)
 	offset := time.Duration(float64(interval) * float64(i) / n)
