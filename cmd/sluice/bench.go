@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -236,12 +235,8 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 	}
 	out.Summary = res.Summary()
 	if f.json {
-		b, err := json.Marshal(out)
-		if err != nil {
+		if err := newJSONOut(cmd.OutOrStdout()).write(out); err != nil {
 			return err
-		}
-		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b); err != nil {
-			return fmt.Errorf("writing output: %w", err)
 		}
 	} else if err := writeBenchText(cmd.OutOrStdout(), &out, res); err != nil {
 		return fmt.Errorf("writing output: %w", err)

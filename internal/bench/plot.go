@@ -16,18 +16,30 @@ import (
 // WriteSVG draws res as SVG: above, the ack and end-to-end latency p50 and p99 of each
 // second over the run; below, the distribution (cumulative) of both latencies.
 func (res *Result) WriteSVG(w io.Writer) error {
+	c := vgsvg.New(8*vg.Inch, 9*vg.Inch)
+	if err := res.draw(c); err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(w); err != nil {
+		return fmt.Errorf("bench: writing the plot: %w", err)
+	}
+	return nil
+}
+
+// draw draws the two panels on c.
+func (res *Result) draw(c vg.CanvasSizer) error {
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 	over := plot.New()
 	over.Title.Text = "Latency over time (per second)"
-	over.X.Label.Text = "time (s)"
+	over.X.Label.Text = "time (s, at the end of each second)"
 	over.Y.Label.Text = "latency (ms)"
 	over.Y.Min = 0
 	series := func(f func(Point) time.Duration, e2e bool) plotter.XYs {
 		var xys plotter.XYs
 		for _, p := range res.Timeline {
-			if e2e && p.E2EMax == 0 || !e2e && p.Records == 0 {
-				continue // nothing in that window
+			if e2e && p.E2EMax == 0 || !e2e && p.Records == 0 || p.Span < time.Second/2 {
+				continue // nothing in that window, or the run's last moments (too few to tell)
 			}
 			xys = append(xys, plotter.XY{X: p.At.Seconds(), Y: msf(f(p))})
 		}
@@ -59,7 +71,6 @@ func (res *Result) WriteSVG(w io.Writer) error {
 	dist.Legend.Top = false
 	dist.Legend.Left = false
 
-	c := vgsvg.New(8*vg.Inch, 9*vg.Inch)
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 8 * vg.Millimeter,
 		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
@@ -67,9 +78,6 @@ func (res *Result) WriteSVG(w io.Writer) error {
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
-	}
-	if _, err := c.WriteTo(w); err != nil {
-		return fmt.Errorf("bench: writing the plot: %w", err)
 	}
 	return nil
 }
