@@ -74,17 +74,18 @@ At a --rate a record's latencies count from when it was due, so a target that fa
 shows as latency, not as a lower rate. Percentiles are exact to about 1%.
 
 A progress line per second goes to stderr (rewritten in place when stderr is a terminal).
---json prints one JSON object instead of the text: the settings (target, store or endpoint,
-temporary_store, basin, stream, producers, rate, record_size, append_size, duration_s) and records, bytes,
-elapsed_s, records_per_s, mb_per_s, ack_p50_ms, ack_p90_ms, ack_p99_ms, ack_max_ms,
-e2e_records, e2e_p50_ms, e2e_p90_ms, e2e_p99_ms, e2e_max_ms, store_requests ({op: n}),
-store_requests_total and store_requests_per_gib. --plot FILE writes an SVG of the latency
-p50 and p99 of each second over the run and of the latency distribution.
+--json prints one JSON object instead of the text: the settings (target, store or
+endpoint, temporary_store, basin, stream, producers, rate, record_size, append_size,
+duration_s) and the figures (records, bytes, elapsed_s, records_per_s, mb_per_s,
+ack_p50_ms, ack_p90_ms, ack_p99_ms, ack_max_ms, e2e_records, e2e_p50_ms, e2e_p90_ms,
+e2e_p99_ms, e2e_max_ms, store_requests as {op: n}, store_requests_total and
+store_requests_per_gib). --plot FILE writes an SVG of the latency p50 and p99 of each
+second over the run and of the latency distribution.
 
 On SIGINT/SIGTERM it stops, deletes the stream, prints the figures so far and exits 1. A
 failed append or read ends the run with an error (exit 1), after deleting the stream.`,
 		Example: `  sluice bench --duration 10s
-  sluice bench --store s3://bucket/bench?region=us-east-1 --producers 4 --rate 10000 --json
+  sluice bench --store 's3://bucket/bench?region=us-east-1' --producers 4 --rate 10000 --json
   sluice bench --endpoint http://localhost:8080 --record-size 256 --plot latency.svg`,
 		Args: cobra.NoArgs,
 		// Root's hook, run here instead (cobra runs only the nearest), with the flags
@@ -104,7 +105,7 @@ failed append or read ends the run with an error (exit 1), after deleting the st
 	fl := cmd.Flags()
 	fl.StringVar(&f.endpoint, "endpoint", "", "URL of a daemon (http://host:port) to measure through S2's HTTP API instead of --store")
 	fl.StringVar(&f.authToken, "auth-token", "", "with --endpoint, the daemon's bearer token (its --auth-token; prefer SLUICE_AUTH_TOKEN)")
-	fl.StringVar(&f.basin, "basin", "", "basin of the stream (with --endpoint, an existing one; default: a new basin, deleted afterwards)")
+	fl.StringVar(&f.basin, "basin", "", "basin of the stream (with --store, default the root namespace; with --endpoint, an existing basin, default a new one deleted afterwards)")
 	fl.IntVar(&f.producers, "producers", 1, "concurrent producers")
 	fl.Float64Var(&f.rate, "rate", 0, "records per second of all producers together (0: as fast as possible)")
 	fl.IntVar(&f.recordSize, "record-size", 1024, fmt.Sprintf("bytes of body per record (1 to %d)", bench.MaxRecordSize))
