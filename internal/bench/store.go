@@ -62,7 +62,7 @@ func (c *opCounter) ObserveOp(e objectstore.OpEvent) {
 
 // Create creates the stream with the default configuration.
 func (t *StoreTarget) Create(ctx context.Context) error {
-	if _, err := manifest.Create(ctx, t.store, t.st.ManifestPath, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(t.store, t.st.ManifestPath).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		return err
 	}
 	t.created = true
