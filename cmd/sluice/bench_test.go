@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,7 +117,7 @@ func TestBenchThroughEndpoint(t *testing.T) {
 	}
 	do := func(method, path, basin, body string) (int, string) {
 		t.Helper()
-		return authCaller(t, base, basin, "s3cret")(method, path, body)
+		return apiCaller(t, base, basin, "s3cret")(method, path, body)
 	}
 	if code, body := do("GET", "/v1/basins", "x", ""); code != 200 || strings.Contains(body, "bench-") {
 		t.Errorf("basins after bench: %d %s: want bench's basin deleted", code, body)
@@ -142,27 +140,6 @@ func TestBenchThroughEndpoint(t *testing.T) {
 	r := sluice(t, dir, "", nil, "bench", "--endpoint", base, "--duration", "1s")
 	if r.code != 1 || !strings.Contains(r.stderr, "authn") {
 		t.Errorf("bench without the token: exit %d, stderr %q: want exit 1 naming the refusal", r.code, r.stderr)
-	}
-}
-
-// authCaller is apiCaller with a bearer token.
-func authCaller(t *testing.T, base, basin, token string) func(method, path, body string) (int, string) {
-	return func(method, path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("S2-Basin", basin)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
 	}
 }
 

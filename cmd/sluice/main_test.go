@@ -283,8 +283,8 @@ func TestServeAPIAndCLIShareStreams(t *testing.T) {
 }
 
 // apiCaller returns a function that sends a JSON request to the daemon at base, in basin, and
-// returns the status and body.
-func apiCaller(t *testing.T, base, basin string) func(method, path, body string) (int, string) {
+// returns the status and body; a token, if given, is sent as the bearer token.
+func apiCaller(t *testing.T, base, basin string, token ...string) func(method, path, body string) (int, string) {
 	return func(method, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -293,6 +293,9 @@ func apiCaller(t *testing.T, base, basin string) func(method, path, body string)
 		}
 		req.Header.Set("S2-Basin", basin)
 		req.Header.Set("Content-Type", "application/json")
+		for _, tok := range token {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
