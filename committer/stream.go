@@ -191,32 +191,38 @@ func (s *stream) answerAll(group []*pending, e *Error) {
 	}
 }
 
-// apply applies req's batches to st (all or none) and returns what each gave.
+// apply applies req's batches to st (all or none: they are validated first, and Apply fails
+// on nothing else) and returns what each gave.
 func apply(st *manifest.State, req *Request) *Response {
 	if req.Generation != st.GenerationString() {
 		return &Response{Error: &Error{Code: CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", st.GenerationString(), req.Generation)}}
 	}
-	try := st.Clone()
+	batches := make([]*manifest.Batch, len(req.Batches))
+	for i := range req.Batches {
+		batches[i] = req.Batches[i].manifestBatch(req.ProducerID)
+		if err := batches[i].Validate(); err != nil {
+			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+		}
+	}
 	broken := map[int]bool{}
 	out := &Response{Batches: make([]BatchResult, len(req.Batches))}
-	for i := range req.Batches {
+	for i, mb := range batches {
 		b := &req.Batches[i]
-		mb := b.manifestBatch(req.ProducerID)
 		mb.Skip = func(j int) bool { a := &b.Appends[j]; return a.Skip || (a.Chain != 0 && broken[a.Chain]) }
 		mb.Rejected = func(j int) {
 			if c := b.Appends[j].Chain; c != 0 {
 				broken[c] = true
 			}
 		}
-		res, err := try.Apply(mb)
-		if err != nil {
+		res, err := st.Apply(mb)
+		if err != nil { // cannot happen after Validate
 			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
 		}
 		out.Batches[i] = batchResult(res)
 	}
 	for _, cp := range req.Checkpoints {
 		var r CheckpointResult
-		_, err := try.SetCheckpoint(cp.Group, cp.Epoch, cp.SeqNum)
+		_, err := st.SetCheckpoint(cp.Group, cp.Epoch, cp.SeqNum)
 		var stale *manifest.StaleEpochError
 		switch {
 		case errors.As(err, &stale):
@@ -226,10 +232,9 @@ func apply(st *manifest.State, req *Request) *Response {
 		case err != nil:
 			r.Error = err.Error()
 		}
-		r.Checkpoint = try.Groups[cp.Group].Checkpoint
+		r.Checkpoint = st.Groups[cp.Group].Checkpoint
 		out.Checkpoints = append(out.Checkpoints, r)
 	}
-	*st = *try
 	return out
 }
 

@@ -48,7 +48,9 @@ type BatchResult struct {
 	Appends   []AppendResult
 }
 
-func (b *Batch) validate() error {
+// Validate reports what makes b unfit for Apply (which checks it first, and changes nothing
+// then), so that a caller applying several batches can refuse them all before any.
+func (b *Batch) Validate() error {
 	switch {
 	case objectstore.ValidateKey(b.Key) != nil:
 		return fmt.Errorf("%w: bad key %q", ErrInvalidBatch, b.Key)
@@ -88,7 +90,7 @@ func (b *Batch) validate() error {
 // duplicate and leaves s unchanged. Apply also prunes the producer table (PruneProducers) at
 // the batch's arrival time.
 func (s *State) Apply(b *Batch) (*BatchResult, error) {
-	if err := b.validate(); err != nil {
+	if err := b.Validate(); err != nil {
 		return nil, err
 	}
 	if p, ok := s.Producers[b.ProducerID]; ok && b.BatchNum <= p.LastBatch {

@@ -236,23 +236,28 @@ func (p *Producer) endWriteLocked(group []*batch, unknown bool) {
 // of ours had committed (an unknown outcome that took effect) is resolved from its entry.
 func (p *Producer) writeSucceeded(w *write, snap *manifest.Snapshot) {
 	p.setSnap(snap)
+	for _, b := range p.resolveWrite(w.group, w.results, w.st.Tail) {
+		p.resolveFromEntry(b, w.st)
+	}
+}
+
+// resolveWrite resolves the batches of a successful write from their results and returns the
+// duplicates (committed by an earlier write), which the caller resolves from their entries.
+func (p *Producer) resolveWrite(group []*batch, results []*manifest.BatchResult, tail Position) (dups []*batch) {
 	p.m.commits.Inc()
-	p.m.commitBatches.Observe(float64(len(w.group)))
-	var dups []*batch
+	p.m.commitBatches.Observe(float64(len(group)))
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.commitErr = nil
-	for i, b := range w.group {
-		if w.results[i].Duplicate {
+	for i, b := range group {
+		if results[i].Duplicate {
 			dups = append(dups, b)
 			continue
 		}
-		p.resolveLocked(b, w.results[i].Appends, w.st.Tail, nil)
+		p.resolveLocked(b, results[i].Appends, tail, nil)
 		p.recycleLocked(b)
 	}
-	p.mu.Unlock()
-	for _, b := range dups {
-		p.resolveFromEntry(b, w.st)
-	}
+	return dups
 }
 
 // writeFailed records a failed write and reports whether to retry.

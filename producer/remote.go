@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/sluice-dev/sluice/committer"
@@ -30,15 +29,13 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 		return true
 	}
 	req := p.request(w)
-	start := time.Now()
 	resp, err := p.askCommitter(url, req)
 	if err == nil && resp.Error != nil && resp.Error.Code == committer.CodeRoleHeld && resp.Error.Holder != nil && resp.Error.Holder.URL != url {
 		resp, err = p.askCommitter(resp.Error.Holder.URL, req) // the role moved: ask its holder once
 	}
-	p.m.writeLatency.Observe(time.Since(start).Seconds())
-	if err == nil && resp.Error == nil && len(resp.Batches) == len(w.group) {
+	if results, ok := answered(w.group, resp, err); ok {
 		p.m.forwarded.WithLabelValues("ok").Inc()
-		p.remoteSucceeded(w, resp)
+		p.remoteSucceeded(w.group, results, resp.Tail)
 		return true
 	}
 	p.m.forwarded.WithLabelValues("failed").Inc()
@@ -49,7 +46,7 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 		if resp.Error != nil {
 			err = resp.Error
 		} else {
-			err = fmt.Errorf("committer: %d results for %d batches", len(resp.Batches), len(w.group))
+			err = errors.New("committer: an answer that does not fit the request")
 		}
 	}
 	p.mu.Lock()
@@ -94,35 +91,37 @@ func (p *Producer) request(w *write) *committer.Request {
 	return req
 }
 
-// remoteSucceeded resolves w's batches from the committer's answer; a duplicate (committed
-// by an earlier request whose answer was lost) is resolved from its manifest entry.
-func (p *Producer) remoteSucceeded(w *write, resp *committer.Response) {
-	p.m.commits.Inc()
-	p.m.commitBatches.Observe(float64(len(w.group)))
-	var dups []*batch
-	p.mu.Lock()
-	p.commitErr = nil
-	for i, b := range w.group {
+// answered returns the committer's answer as the results of a write of group, or false if it
+// is an error or does not fit the request (then the outcome is unknown).
+func answered(group []*batch, resp *committer.Response, err error) ([]*manifest.BatchResult, bool) {
+	if err != nil || resp.Error != nil || len(resp.Batches) != len(group) {
+		return nil, false
+	}
+	results := make([]*manifest.BatchResult, len(group))
+	for i, b := range group {
 		br := &resp.Batches[i]
+		results[i] = &manifest.BatchResult{Duplicate: br.Duplicate}
 		if br.Duplicate {
-			dups = append(dups, b)
 			continue
 		}
 		if len(br.Appends) != len(b.tickets) {
-			p.resolveLocked(b, nil, Position{}, fmt.Errorf("%w: the committer answered %d results for %d appends", ErrPositionsUnavailable, len(br.Appends), len(b.tickets)))
-			continue
+			return nil, false
 		}
-		results := make([]manifest.AppendResult, len(br.Appends))
+		results[i].Appends = make([]manifest.AppendResult, len(br.Appends))
 		for k, a := range br.Appends {
-			results[k] = manifest.AppendResult{Start: a.Start, End: a.End}
+			results[i].Appends[k] = manifest.AppendResult{Start: a.Start, End: a.End}
 			if a.Rejection != nil {
-				results[k].Err = a.Rejection.Err()
+				results[i].Appends[k].Err = a.Rejection.Err()
 			}
 		}
-		p.resolveLocked(b, results, resp.Tail, nil)
-		p.recycleLocked(b)
 	}
-	p.mu.Unlock()
+	return results, true
+}
+
+// remoteSucceeded resolves group from the committer's results; a duplicate (committed by an
+// earlier request whose answer was lost) is resolved from its manifest entry.
+func (p *Producer) remoteSucceeded(group []*batch, results []*manifest.BatchResult, tail Position) {
+	dups := p.resolveWrite(group, results, tail)
 	p.c.stale = true // the manifest moved on without us
 	if len(dups) > 0 && p.reload() {
 		p.c.stale = false
