@@ -30,6 +30,9 @@ type Config struct {
 	// MaxWriteRetries bounds the writes one group of requests is tried with before its
 	// requests are answered with CodeStorage. Default 20.
 	MaxWriteRetries int
+	// IdleTimeout: a stream's loop that took no request for this long ends (the next request
+	// starts another). It must exceed Lease, so the role has lapsed by then. Default 1 min.
+	IdleTimeout time.Duration
 	// Backoff between retries of manifest reads and writes.
 	Backoff manifest.Backoff
 	// Logger receives operational logs. Default: discard.
@@ -42,7 +45,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults; Store, ID and URL are left empty.
 func DefaultConfig() Config {
-	return Config{Lease: 10 * time.Second, RequestTTL: 10 * time.Second, MaxWriteRetries: 20, Backoff: manifest.DefaultBackoff(),
+	return Config{Lease: 10 * time.Second, RequestTTL: 10 * time.Second, MaxWriteRetries: 20, IdleTimeout: time.Minute, Backoff: manifest.DefaultBackoff(),
 		Logger: slog.New(slog.DiscardHandler), Now: time.Now}
 }
 
@@ -71,6 +74,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxWriteRetries <= 0 {
 		bad("max write retries %d must be positive", c.MaxWriteRetries)
+	}
+	if c.IdleTimeout <= c.Lease {
+		bad("idle timeout %v must exceed the lease %v", c.IdleTimeout, c.Lease)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		bad("%v", err)
@@ -125,14 +131,40 @@ func (c *Committer) Commit(ctx context.Context, req *Request) *Response {
 		return &Response{Error: &Error{Code: CodeStopping, Message: err.Error()}}
 	}
 	pr := &pending{ctx: ctx, req: req, done: make(chan *Response, 1), at: time.Now()}
+	queued := c.enqueue(ctx, s, pr)
+	if queued != nil {
+		return queued
+	}
+	return <-pr.done // every request queued is answered, also on Close
+}
+
+// enqueue hands pr to s's loop; an answer if it could not.
+func (c *Committer) enqueue(ctx context.Context, s *stream, pr *pending) *Response {
+	defer func() {
+		c.mu.Lock()
+		s.users--
+		c.mu.Unlock()
+	}()
 	select {
 	case s.queue <- pr:
+		return nil
 	case <-ctx.Done():
 		return &Response{Error: &Error{Code: CodeStopping, Message: ctx.Err().Error()}}
 	case <-c.ctx.Done():
 		return &Response{Error: &Error{Code: CodeStopping, Message: "committer closed"}}
 	}
-	return <-pr.done // every request queued is answered, also on Close
+}
+
+// retire removes s, whose loop has been idle, unless a request is on its way to it.
+func (c *Committer) retire(s *stream) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.users > 0 || len(s.queue) > 0 {
+		return false
+	}
+	delete(c.streams, s.path)
+	c.m.streams.Dec()
+	return true
 }
 
 func (c *Committer) stream(path string) (*stream, error) {
@@ -145,9 +177,11 @@ func (c *Committer) stream(path string) (*stream, error) {
 	if s == nil {
 		s = &stream{c: c, path: path, m: manifest.Open(c.cfg.Store, path), queue: make(chan *pending, 1024)}
 		c.streams[path] = s
+		c.m.streams.Inc()
 		c.wg.Add(1)
 		go s.loop()
 	}
+	s.users++ // until enqueue is done: the loop does not retire meanwhile
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ type metrics struct {
 	writes, writeErrors, roleChanges, requests, checkpoints prometheus.Counter
 	batchesPerWrite, requestsPerWrite                       prometheus.Histogram
 	writeSeconds, requestSeconds                            prometheus.Histogram
+	streams                                                 prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,6 +30,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		requestsPerWrite: h("requests_per_write", "Commit requests answered per manifest write.", prometheus.ExponentialBuckets(1, 2, 10)),
 		writeSeconds:     h("manifest_write_seconds", "Duration of manifest write attempts.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		requestSeconds:   h("request_seconds", "Time from a commit request's arrival to its answer.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "committer", Name: "streams",
+			Help: "Streams with a commit loop (one that took a request within the idle timeout)."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -46,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.writeErrors, m.roleChanges, m.requests, m.checkpoints, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds}
+	return []prometheus.Collector{m.writes, m.writeErrors, m.roleChanges, m.requests, m.checkpoints, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds, m.streams}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

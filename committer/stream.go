@@ -25,10 +25,13 @@ type stream struct {
 	queue chan *pending
 	snap  *manifest.Snapshot // loop only; nil: read it first
 	held  bool               // the last write took or renewed the role
+	users int                // Commit calls about to queue a request (guarded by c.mu)
 }
 
 func (s *stream) loop() {
 	defer s.c.wg.Done()
+	idle := time.NewTimer(s.c.cfg.IdleTimeout)
+	defer idle.Stop()
 	for {
 		var group []*pending
 		select {
@@ -37,6 +40,12 @@ func (s *stream) loop() {
 		case <-s.c.ctx.Done():
 			s.drain()
 			return
+		case <-idle.C:
+			if s.c.retire(s) {
+				return
+			}
+			idle.Reset(s.c.cfg.IdleTimeout)
+			continue
 		}
 		for more := true; more; {
 			select {
@@ -47,6 +56,7 @@ func (s *stream) loop() {
 			}
 		}
 		s.commit(group)
+		idle.Reset(s.c.cfg.IdleTimeout)
 	}
 }
 
