@@ -84,7 +84,7 @@ func TestCrashFile(t *testing.T) {
 }
 
 // TestCrashFileCommitter runs the crash cycles against the file store with a committer
-// daemon (serve --advertise-url) that the producers send their commits to, and that is
+// daemon (sluice serve) that the producers send their commits to, and that is
 // SIGKILLed and restarted among the others.
 func TestCrashFileCommitter(t *testing.T) {
 	runCrash(t, "file://"+t.TempDir(), true)
@@ -339,7 +339,7 @@ func (r *crashRun) startCommitter() {
 	r.t.Helper()
 	r.comInst++
 	r.committer = r.start(fmt.Sprintf("committer.i%d", r.comInst), false, "serve", "--listen", r.committerAddr,
-		"--advertise-url", "http://"+r.committerAddr, "--no-gc")
+		"--no-gc") // a committer at the URL of --listen
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if res, err := http.Get("http://" + r.committerAddr + "/health"); err == nil {
 			res.Body.Close()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,8 +72,8 @@ func TestServeAsCommitter(t *testing.T) {
 	t.Logf("%v manifest writes for %v batches (%.1f per write)", count, sum, sum/count)
 }
 
-// TestDaemonsActAsOne: four daemons on one store, each a committer at its own address, take
-// appends for one stream round-robin, as behind a load balancer. One holds the stream's role
+// TestDaemonsActAsOne: four daemons on one store, each a committer at the address it listens
+// on (the default), take appends for one stream round-robin, as behind a load balancer. One holds the stream's role
 // and commits for all; no append fails, and every record is in the stream once.
 func TestDaemonsActAsOne(t *testing.T) {
 	dir := t.TempDir()
@@ -84,7 +85,7 @@ func TestDaemonsActAsOne(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		bases = append(bases, startServe(t, dir, nil, "--store", "./d", "--listen", addr, "--advertise-url", "http://"+addr))
+		bases = append(bases, startServe(t, dir, nil, "--store", "./d", "--listen", addr))
 	}
 	do := apiCaller(t, bases[0], "lb-basin")
 	for _, c := range [][3]string{{"POST", "/v1/basins", `{"basin":"lb-basin"}`}, {"POST", "/v1/streams", `{"stream":"s"}`}} {
@@ -137,5 +138,63 @@ func TestDaemonsActAsOne(t *testing.T) {
 	}
 	if holders != 1 {
 		t.Fatalf("%d daemons committed as the committer, want exactly one", holders)
+	}
+}
+
+// TestServeCommitterDefault: a daemon is a committer at the URL derived from --listen unless
+// --no-committer; then no role is taken and the commit endpoint is not served.
+func TestServeCommitterDefault(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		dir := t.TempDir()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		args := []string{"--store", "./d", "--listen", addr}
+		if off {
+			args = append(args, "--no-committer")
+		}
+		base := startServe(t, dir, nil, args...)
+		do := apiCaller(t, base, "cdefault-basin")
+		for _, c := range [][3]string{{"POST", "/v1/basins", `{"basin":"cdefault-basin"}`}, {"POST", "/v1/streams", `{"stream":"s"}`}, {"POST", "/v1/streams/s/records", `{"records":[{"body":"x"}]}`}} {
+			if code, body := do(c[0], c[1], c[2]); code/100 != 2 {
+				t.Fatalf("%s %s: %d %s", c[0], c[1], code, body)
+			}
+		}
+		ins := decodeJSON[inspectJSON](t, sluiceOK(t, dir, "", nil, "inspect", "s", "--store", "./d", "--basin", "cdefault-basin"))
+		if code, _ := do("POST", "/sluice/v1/commit", `{}`); off != (code == 404) {
+			t.Fatalf("--no-committer %v: the commit endpoint answered %d", off, code)
+		}
+		switch {
+		case off && ins.Committer != nil:
+			t.Fatalf("--no-committer: the daemon took the role %+v", ins.Committer)
+		case !off && (ins.Committer == nil || ins.Committer.URL != "http://"+addr):
+			t.Fatalf("committer %+v, want the daemon at http://%s", ins.Committer, addr)
+		}
+	}
+}
+
+// TestAdvertisedURL: the URL derived from the listening address.
+func TestAdvertisedURL(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no hostname:", err)
+	}
+	for _, c := range []struct {
+		addr net.Addr
+		tls  bool
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, false, "http://127.0.0.1:8080"},
+		{&net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 443}, true, "https://10.0.0.5:443"},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 9000}, false, "http://[::1]:9000"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8080}, false, "http://" + net.JoinHostPort(host, "8080")},
+		{&net.TCPAddr{Port: 7000}, false, "http://" + net.JoinHostPort(host, "7000")},
+	} {
+		if got := advertisedURL(c.addr, c.tls); got != c.want {
+			t.Errorf("advertisedURL(%v, tls %v) = %q, want %q", c.addr, c.tls, got, c.want)
+		}
 	}
 }

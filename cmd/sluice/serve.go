@@ -42,6 +42,7 @@ type serveFlags struct {
 	gcGracePeriod   time.Duration
 	noGC            bool
 	advertiseURL    string
+	noCommitter     bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -59,13 +60,14 @@ It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--
              a minute)
   /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
   /sluice/v1/commit
-             with --advertise-url: commit requests of other producers and daemons
+             commit requests of other producers and daemons (unless --no-committer)
 
-With --advertise-url the daemon is a committer: it takes the committer role of the streams
-it writes (recorded in each stream's manifest, renewed by its writes) and commits, in one
+The daemon is a committer: it takes the committer role of the streams it writes (recorded
+in each stream's manifest with --advertise-url, renewed by its writes) and commits, in one
 manifest write, the batches of every producer that asks it (sluice append --committer, or
 any producer that finds it in the manifest). Producers still upload their own batches. If
-it stops answering, they commit directly; if it dies, its role lapses after 10 s.
+it stops answering, they commit directly; if it dies, its role lapses after 10 s. Give
+--advertise-url when other machines reach it at another address than --listen's.
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without
 --basin live in the root namespace (streams/).
@@ -95,7 +97,8 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Var(newDurationValue(&f.deliveryTimeout, engine.DefaultDeliveryTimeout), "delivery-timeout", "how long after it arrives an append may wait to be committed (opening its stream, buffer space, upload and manifest write; not its time in the open batch) before it fails with 503 unavailable, nothing of it in the stream; one that waited over half of it to be handed to its stream's producer is refused then (one a manifest write may have committed waits for that write's outcome; 0: wait as long as the store is out)")
 	fl.Var(newDurationValue(&f.gcInterval, gc.DefaultConfig().Interval), "gc-interval", "how often retention and garbage collection run over every stream")
 	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
-	fl.StringVar(&f.advertiseURL, "advertise-url", "", "serve as the committer of the streams this daemon writes, reachable by other processes at this URL (such as http://10.0.0.5:8080); empty: no committer, every writer commits directly")
+	fl.StringVar(&f.advertiseURL, "advertise-url", "", "the URL other processes reach this daemon's committer at (such as http://10.0.0.5:8080); default: derived from --listen (the machine's hostname for a wildcard host)")
+	fl.BoolVar(&f.noCommitter, "no-committer", false, "do not act as a committer: this daemon's writes commit directly, and it takes no commit requests")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -122,6 +125,9 @@ func (f *serveFlags) validate() error {
 	}
 	if _, err := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); err != nil {
 		errs = append(errs, err)
+	}
+	if f.advertiseURL != "" && f.noCommitter {
+		errs = append(errs, errors.New("--advertise-url and --no-committer exclude each other"))
 	}
 	if f.advertiseURL != "" {
 		if u, err := url.Parse(f.advertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -180,10 +186,19 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if warning, _ := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); warning != "" && !f.noGC {
 		log.Warn(warning)
 	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	defer ln.Close() // in case the server never takes it
 	var com *committer.Committer
-	if f.advertiseURL != "" {
+	if !f.noCommitter {
+		advertise := f.advertiseURL
+		if advertise == "" {
+			advertise = advertisedURL(ln.Addr(), tlsCfg != nil)
+		}
 		ccfg := committer.DefaultConfig()
-		ccfg.Store, ccfg.ID, ccfg.URL = store, "serve-"+randomHex(8), f.advertiseURL
+		ccfg.Store, ccfg.ID, ccfg.URL = store, "serve-"+randomHex(8), advertise
 		ccfg.Logger, ccfg.Registerer = log, reg
 		if com, err = committer.New(ccfg); err != nil {
 			return err
@@ -195,11 +210,13 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 				log.Warn("giving up the committer roles", "err", err)
 			}
 		}()
-		ecfg.Producer.Committer = f.advertiseURL
+		ecfg.Producer.Committer = advertise
+		// Its own streams' commits go to it in process; others' to the daemon holding the
+		// role, with the token the daemons of one deployment share.
+		ecfg.Producer.CommitterCaller = &committer.Local{Committer: com, Next: &committer.Client{Token: f.authToken}}
+		log.Info("serving as committer", slog.String("advertise_url", advertise))
 	}
-	// Daemons of one deployment share the token: this one's producers may send their commits
-	// to another daemon that holds a stream's role.
-	ecfg.Producer.CommitterToken = f.authToken
+	ecfg.Producer.CommitterToken = f.authToken // for other daemons' committers
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
@@ -270,12 +287,6 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	}
 	mux.Handle("/", api)
 
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		api.Close()
-		eng.Close(ctx)
-		return fmt.Errorf("--listen %s: %w", f.listen, err)
-	}
 	srv := api.HTTPServer(f.listen)
 	srv.Handler = mux
 	srv.TLSConfig = tlsCfg
