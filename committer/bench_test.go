@@ -157,7 +157,6 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 	var mu sync.Mutex
 	var lat []float64
 	var wg sync.WaitGroup
-	body := make([]byte, 1024)
 	for range n {
 		wg.Add(1)
 		go func() {
@@ -171,41 +170,14 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 				b.Error(err)
 				return
 			}
-			type sent struct {
-				at time.Time
-				t  *producer.RecordTicket
+			defer p.Close(ctx)
+			mine, err := submitLoad(ctx, p, float64(rate)/float64(n), time.Now(), dur)
+			if err != nil {
+				b.Error(err)
 			}
-			tickets := make(chan sent, 1<<16)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				var mine []float64
-				for s := range tickets {
-					if _, err := s.t.Wait(ctx); err == nil {
-						mine = append(mine, float64(time.Since(s.at).Microseconds())/1000)
-					}
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			}()
-			const tick = 10 * time.Millisecond
-			perTick := float64(rate) / float64(n) * tick.Seconds()
-			start := time.Now()
-			for k := 0; time.Since(start) < dur; k++ {
-				time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
-				for range int(float64(k+1)*perTick) - int(float64(k)*perTick) {
-					t, err := p.Submit(ctx, batchfmt.Record{Body: body})
-					if err != nil {
-						b.Error(err)
-						break
-					}
-					tickets <- sent{time.Now(), t}
-				}
-			}
-			close(tickets)
-			<-done
-			p.Close(ctx)
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -214,6 +186,42 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 		b.Fatal("nothing acknowledged")
 	}
 	return len(lat), lat
+}
+
+// submitLoad submits records of 1 KiB through p at rate records/s from start for dur, and
+// returns the ack latencies (ms) of those acknowledged.
+func submitLoad(ctx context.Context, p *producer.Producer, rate float64, start time.Time, dur time.Duration) ([]float64, error) {
+	type sent struct {
+		at time.Time
+		t  *producer.RecordTicket
+	}
+	body := make([]byte, 1024)
+	tickets := make(chan sent, 1<<16)
+	done := make(chan []float64)
+	go func() {
+		var mine []float64
+		for s := range tickets {
+			if _, err := s.t.Wait(ctx); err == nil {
+				mine = append(mine, float64(time.Since(s.at).Microseconds())/1000)
+			}
+		}
+		done <- mine
+	}()
+	const tick = 10 * time.Millisecond
+	perTick := rate * tick.Seconds()
+	var err error
+	for k := 0; time.Since(start) < dur && err == nil; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * tick)))
+		for range int(float64(k+1)*perTick) - int(float64(k)*perTick) {
+			var t *producer.RecordTicket
+			if t, err = p.Submit(ctx, batchfmt.Record{Body: body}); err != nil {
+				break
+			}
+			tickets <- sent{time.Now(), t}
+		}
+	}
+	close(tickets)
+	return <-done, err
 }
 
 // prefixed is the store URL raw with sub appended to its path.

@@ -1,0 +1,163 @@
+package committer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore/storeurl"
+	"github.com/sluice-dev/sluice/producer"
+)
+
+// BenchmarkProducerProcesses runs N producer processes (1, 4, 16, 64: this test binary,
+// re-executed) on one stream, sharing 10,000 records/s of 1 KiB by per-record Submit with
+// the default config, through one committer in this process, on a store with a 30 ms round
+// trip added by every process (the S3 server of SLUICE_TEST_S3_URL, or a file store in a
+// temporary directory). It reports the records/s of all, the ack p50 and p99 of all records,
+// the worst process's p99, and p99 against N=1's (p99_vs_1).
+//
+//	go test -run '^$' -bench ProducerProcesses -benchtime 1x ./committer
+func BenchmarkProducerProcesses(b *testing.B) {
+	const rate, rtt, dur = 10_000, 30 * time.Millisecond, 5 * time.Second
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var base float64
+	for _, n := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("producers=%d", n), func(b *testing.B) {
+			for range b.N {
+				all, worst := runProcesses(b, exe, n, rate, rtt, dur)
+				p99 := all[len(all)*99/100]
+				if n == 1 {
+					base = p99
+				}
+				b.ReportMetric(float64(len(all))/dur.Seconds(), "records/s")
+				b.ReportMetric(all[len(all)/2], "ack_p50_ms")
+				b.ReportMetric(p99, "ack_p99_ms")
+				b.ReportMetric(worst, "worst_p99_ms")
+				b.ReportMetric(p99/base, "p99_vs_1")
+			}
+		})
+	}
+}
+
+// runProcesses runs n producer processes against a new stream and returns the sorted ack
+// latencies (ms) of all and the worst process's p99.
+func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration) ([]float64, float64) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	storeURL := "file://" + filepath.Join(dir, "store")
+	if raw := os.Getenv("SLUICE_TEST_S3_URL"); raw != "" {
+		storeURL = prefixed(b, raw, fmt.Sprintf("bench-%d", time.Now().UnixNano()))
+	}
+	inner, err := storeurl.Open(ctx, storeURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inner.Close()
+	if _, err := manifest.Open(inner, path).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	cfg := committer.DefaultConfig()
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.Store, cfg.ID, cfg.URL = &delayStore{Store: inner, rtt: rtt}, "bench", "http://"+srv.Listener.Addr().String()
+	c, err := committer.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(committer.Path, c.Handler())
+	srv.Config.Handler = mux
+	srv.Start()
+	defer func() { srv.Close(); c.Close(ctx) }()
+
+	start := time.Now().Add(time.Second + time.Duration(n)*50*time.Millisecond) // all started by then
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmd := exec.Command(exe, "-test.run=^TestProducerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "SLUICE_BENCH_CHILD=1", "SLUICE_BENCH_STORE="+storeURL, "SLUICE_BENCH_COMMITTER="+srv.URL,
+			"SLUICE_BENCH_RATE="+strconv.FormatFloat(float64(rate)/float64(n), 'f', -1, 64),
+			"SLUICE_BENCH_START="+strconv.FormatInt(start.UnixNano(), 10), "SLUICE_BENCH_DUR="+dur.String(),
+			"SLUICE_BENCH_RTT="+rtt.String(), "SLUICE_BENCH_OUT="+filepath.Join(dir, fmt.Sprintf("lat-%d.json", i)))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	var all []float64
+	worst := 0.0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("producer process %d: %v", i, err)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("lat-%d.json", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lat []float64
+		if err := json.Unmarshal(raw, &lat); err != nil || len(lat) == 0 {
+			b.Fatalf("producer process %d: %d latencies (%v)", i, len(lat), err)
+		}
+		slices.Sort(lat)
+		worst = max(worst, lat[len(lat)*99/100])
+		all = append(all, lat...)
+	}
+	slices.Sort(all)
+	return all, worst
+}
+
+// TestProducerProcess is a producer process of BenchmarkProducerProcesses (skipped
+// otherwise): it submits at its share of the rate and writes its ack latencies as JSON.
+func TestProducerProcess(t *testing.T) {
+	if os.Getenv("SLUICE_BENCH_CHILD") == "" {
+		t.Skip("a producer process of BenchmarkProducerProcesses only")
+	}
+	ctx := context.Background()
+	rate, err1 := strconv.ParseFloat(os.Getenv("SLUICE_BENCH_RATE"), 64)
+	startNs, err2 := strconv.ParseInt(os.Getenv("SLUICE_BENCH_START"), 10, 64)
+	dur, err3 := time.ParseDuration(os.Getenv("SLUICE_BENCH_DUR"))
+	rtt, err4 := time.ParseDuration(os.Getenv("SLUICE_BENCH_RTT"))
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	inner, err := storeurl.Open(ctx, os.Getenv("SLUICE_BENCH_STORE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	cfg := producer.DefaultConfig()
+	cfg.ObjectStore = &delayStore{Store: inner, rtt: rtt}
+	cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
+	cfg.Committer = os.Getenv("SLUICE_BENCH_COMMITTER")
+	p, err := producer.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	lat, err := submitLoad(ctx, p, rate, time.Unix(0, startNs), dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(lat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv("SLUICE_BENCH_OUT"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
