@@ -21,7 +21,7 @@
 //     and the producer looks its batches up in the manifest, as after any unknown outcome.
 //   - Close answers what is queued, stops the loops and gives up the roles it holds.
 //
-// The daemon (sluice serve --advertise-url) serves Handler at Path; producers find the
+// The daemon (sluice serve) serves Handler at Path; producers find the
 // committer in the manifest's role or in producer.Config.Committer, and commit directly
 // when none answers.
 package committer

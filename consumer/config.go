@@ -62,7 +62,7 @@ type Config struct {
 	// AckRecords: pending acknowledgements covering this many records are written at once,
 	// without waiting for AckInterval. Default 10000; must be > 0.
 	AckRecords int
-	// Committer is the URL of a committer (sluice serve --advertise-url) that writes a
+	// Committer is the URL of a committer (a sluice serve daemon) that writes a
 	// group's checkpoints with its commits, while the manifest names none; a live one it names
 	// is used first. With none answering the member writes them itself. Default "".
 	Committer string

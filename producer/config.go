@@ -72,7 +72,7 @@ type Config struct {
 	// process only once the previous process is gone for good: wait CommitDeadline after it
 	// died before reusing its id, so that no manifest write of the old process can still land.
 	ProducerID string
-	// Committer is the URL of a committer (sluice serve --advertise-url) to send commits to
+	// Committer is the URL of a committer (a sluice serve daemon) to send commits to
 	// while the stream's manifest names none; a live one it names is used first. Batches are
 	// still uploaded by the producer. With none reachable the producer commits directly.
 	// Default "": commit directly unless the manifest names a committer.

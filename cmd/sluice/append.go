@@ -83,7 +83,7 @@ terminal, or with --progress.`,
 	fl.BoolVar(&f.progress, "progress", false, "report progress on stderr (default: when stderr is a terminal)")
 	fl.Var(newDurationValue(&f.progressInterval, 2*time.Second), "progress-interval", "how often --progress reports")
 	fl.Var(newDurationValue(&f.deliveryTimeout, defaultCLIDeliveryTimeout), "delivery-timeout", "how long an append may wait to be committed, once its batch is flushed, before sluice stops with an error; it bounds opening the stream too (0: retry as long as the store is out)")
-	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a daemon run with --advertise-url) to send commits to while the stream names none; batches are still uploaded from here, and with no committer answering sluice commits directly")
+	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a sluice serve daemon) to send commits to while the stream names none; batches are still uploaded from here, and with no committer answering sluice commits directly")
 	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (its --auth-token; prefer SLUICE_COMMITTER_TOKEN)")
 	fl.Var(newDurationValue(&f.linger, 5*time.Millisecond), "linger", "how long an append waits for more lines (0 = no waiting: each line is an append of its own)")
 	return cmd

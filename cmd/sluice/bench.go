@@ -18,6 +18,7 @@ import (
 
 type benchFlags struct {
 	endpoint      string
+	committer     string
 	authToken     string
 	basin         string
 	producers     int
@@ -46,11 +47,14 @@ Targets:
                    the daemon). Without --store (flag, SLUICE_STORE or --config), a new
                    temporary directory, removed afterwards. --basin, if given, holds the
                    stream.
+                   With --committer URL the producers send their commits to that daemon.
   --endpoint URL   a running daemon (sluice serve) through S2's HTTP API: each producer is
                    an HTTP client with one unary protobuf append in flight, the reader an
                    SSE read session; --auth-token is sent as the bearer token. The stream
                    goes in --basin, which must exist; without --basin, in a new basin
-                   bench-<random>, deleted afterwards.
+                   bench-<random>, deleted afterwards. Several daemons of one store,
+                   comma-separated: each client sends its appends to them in turn (as a
+                   balancer would); the reader and the stream's creation use the first.
 
 Records have --record-size bytes of body and a header "t" holding their send time
 (nanoseconds since the run began), from which the reader computes the end-to-end latency.
@@ -103,7 +107,8 @@ failed append or read ends the run with an error (exit 1), after deleting the st
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.endpoint, "endpoint", "", "URL of a daemon (http://host:port) to measure through S2's HTTP API instead of --store")
+	fl.StringVar(&f.endpoint, "endpoint", "", "URL of a daemon (http://host:port) to measure through S2's HTTP API instead of --store; several, comma-separated, to spread appends over daemons of one store")
+	fl.StringVar(&f.committer, "committer", "", "with --store, a daemon (http://host:port) the producers send their commits to while the stream names no committer")
 	fl.StringVar(&f.authToken, "auth-token", "", "with --endpoint, the daemon's bearer token (its --auth-token; prefer SLUICE_AUTH_TOKEN)")
 	fl.StringVar(&f.basin, "basin", "", "basin of the stream (with --store, default the root namespace; with --endpoint, an existing basin, default a new one deleted afterwards)")
 	fl.IntVar(&f.producers, "producers", 1, "concurrent producers")
@@ -145,6 +150,9 @@ func (f *benchFlags) validate(cmd *cobra.Command) error {
 		}
 		if f.cmdLine["flush-interval"] {
 			bad("--flush-interval applies to --store only (the daemon has its own: serve --flush-interval)")
+		}
+		if f.cmdLine["committer"] {
+			bad("--committer applies to --store only (the daemons find their committer themselves)")
 		}
 	} else if f.cmdLine["auth-token"] {
 		bad("--auth-token applies to --endpoint only")
@@ -224,6 +232,7 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 		pcfg := producer.DefaultConfig()
 		pcfg.FlushInterval = f.flushInterval
 		pcfg.DeliveryTimeout = defaultCLIDeliveryTimeout
+		pcfg.Committer = f.committer
 		t, err := bench.NewStoreTarget(e.store, f.basin, stream, pcfg, e.log)
 		if err != nil {
 			return err

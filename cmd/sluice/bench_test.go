@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -191,4 +192,33 @@ func TestBenchHelpNamesItsFigures(t *testing.T) {
 			t.Errorf("bench --help does not mention %s", want)
 		}
 	}
+}
+
+// TestBenchSpreadsOverEndpoints: bench with two daemons of one store, comma-separated,
+// sends appends to both (each answers some), and every record is read back.
+func TestBenchSpreadsOverEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	a := startServe(t, dir, nil, "--store", "./d")
+	b := startServe(t, dir, nil, "--store", "./d")
+	o := parseBench(t, sluiceOK(t, dir, "", nil, "bench", "--endpoint", a+","+b, "--duration", "1s", "--producers", "2", "--rate", "400", "--json"))
+	if o.Records == 0 || o.E2ERecords != o.Records {
+		t.Fatalf("%d records acked, %d read back: want all read", o.Records, o.E2ERecords)
+	}
+	appendRoute := regexp.MustCompile(`(?m)^sluice_api_requests_total\{[^}]*route="[^"]*records[^"]*"[^}]*status="200"[^}]*\} (\S+)$`)
+	for _, base := range []string{a, b} {
+		_, metrics := httpGet(t, base+"/metrics")
+		if m := appendRoute.FindStringSubmatch(metrics); m == nil || m[1] == "0" {
+			t.Errorf("daemon %s answered no append:\n%s", base, grepLines(metrics, "sluice_api_requests_total"))
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

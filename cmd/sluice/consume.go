@@ -81,7 +81,7 @@ and SLUICE_CONSUME_ATTEMPT (from 1).`,
 	fl.BoolVar(&f.includeCommands, "include-commands", false, "pipe command records (fence, trim) too (with --format json or base64)")
 	fl.BoolVar(&f.stopAtTail, "stop-at-tail", false, "exit 0 once every record up to the tail is processed instead of following")
 	fl.Var(newDurationValue(&f.ackInterval, time.Second), "ack-interval", "how long acknowledgements may wait before they are written")
-	fl.StringVar(&f.committer, "committer", "", "URL of a committer (serve --advertise-url) to write the group's checkpoints with its commits while the stream names none; with none answering they are written directly")
+	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a sluice serve daemon) to write the group's checkpoints with its commits while the stream names none; with none answering they are written directly")
 	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (prefer SLUICE_COMMITTER_TOKEN)")
 	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
 	return cmd

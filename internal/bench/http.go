@@ -24,17 +24,18 @@ var ErrEndpoint = errors.New("bench: invalid endpoint")
 // maxSSELine bounds one line of the read session: a batch of up to 1 MiB of records as JSON.
 const maxSSELine = 16 << 20
 
-// HTTPTarget runs against a daemon through S2's HTTP API: each writer is an HTTP client
-// with one unary protobuf append in flight, the reader an SSE read session. Store requests
-// are read from the daemon's /metrics (sluice_objectstore_operations_total), which counts
-// all of the daemon's requests, also those of other clients.
+// HTTPTarget runs against daemons through S2's HTTP API: each writer is an HTTP client
+// with one unary protobuf append in flight, sent to the daemons in turn (as a balancer
+// would), the reader an SSE read session of the first. Store requests are read from the
+// daemons' /metrics (sluice_objectstore_operations_total), which count all of their
+// requests, also those of other clients.
 type HTTPTarget struct {
-	api, metrics string // base URLs: .../v1 and .../metrics
-	token        string
-	basin        string
-	makeBasin    bool
-	stream       string
-	client       *http.Client
+	apis, metrics []string // base URLs: .../v1 and .../metrics, one per daemon
+	token         string
+	basin         string
+	makeBasin     bool
+	stream        string
+	client        *http.Client
 
 	mu            sync.Mutex
 	basinCreated  bool
@@ -42,31 +43,38 @@ type HTTPTarget struct {
 }
 
 // NewHTTPTarget returns a target for the stream name in basin at the daemon endpoint
-// ("http://host:port", or its API base ending in /v1). With makeBasin, Create creates the
-// basin and Delete deletes it again; otherwise the basin must exist. token, if not empty,
-// is sent as a bearer token.
+// ("http://host:port", or its API base ending in /v1; several, comma-separated, for daemons
+// of one store). With makeBasin, Create creates the basin and Delete deletes it again;
+// otherwise the basin must exist. token, if not empty, is sent as a bearer token.
 func NewHTTPTarget(endpoint, token, basin, name string, makeBasin bool, producers int) (*HTTPTarget, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: %q: want http://host:port or https://host:port", ErrEndpoint, endpoint)
+	t := &HTTPTarget{token: token, basin: basin, makeBasin: makeBasin, stream: name}
+	for _, e := range strings.Split(endpoint, ",") {
+		u, err := url.Parse(strings.TrimSpace(e))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: %q: want http://host:port or https://host:port", ErrEndpoint, e)
+		}
+		path := strings.TrimSuffix(u.Path, "/")
+		if !strings.HasSuffix(path, "/v1") {
+			path += "/v1"
+		}
+		root := u.Scheme + "://" + u.Host
+		t.apis, t.metrics = append(t.apis, root+path), append(t.metrics, root+"/metrics")
 	}
-	path := strings.TrimSuffix(u.Path, "/")
-	if !strings.HasSuffix(path, "/v1") {
-		path += "/v1"
-	}
-	root := u.Scheme + "://" + u.Host
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = producers + 4
-	return &HTTPTarget{
-		api: root + path, metrics: root + "/metrics", token: token, basin: basin, makeBasin: makeBasin,
-		stream: name, client: &http.Client{Transport: tr},
-	}, nil
+	t.client = &http.Client{Transport: tr}
+	return t, nil
 }
 
 // do sends one API call and returns the response body of a 2xx answer; any other answer
 // is an error with the API's code and message.
 func (t *HTTPTarget) do(ctx context.Context, method, path string, body []byte, hdr map[string]string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, t.api+path, bytes.NewReader(body))
+	return t.doAt(ctx, 0, method, path, body, hdr)
+}
+
+// doAt is do, sent to the i-th daemon.
+func (t *HTTPTarget) doAt(ctx context.Context, i int, method, path string, body []byte, hdr map[string]string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, t.apis[i]+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +152,24 @@ func (t *HTTPTarget) Delete(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Requests sums sluice_objectstore_operations_total by op from the daemon's /metrics; false
-// when it cannot be read.
+// Requests sums sluice_objectstore_operations_total by op from the daemons' /metrics; false
+// when one cannot be read.
 func (t *HTTPTarget) Requests(ctx context.Context) (map[string]int64, bool) {
-	req, err := http.NewRequestWithContext(ctx, "GET", t.metrics, nil)
+	all := map[string]int64{}
+	for _, u := range t.metrics {
+		m, ok := t.opCounts(ctx, u)
+		if !ok {
+			return nil, false
+		}
+		for op, n := range m {
+			all[op] += n
+		}
+	}
+	return all, true
+}
+
+func (t *HTTPTarget) opCounts(ctx context.Context, metricsURL string) (map[string]int64, bool) {
+	req, err := http.NewRequestWithContext(ctx, "GET", metricsURL, nil)
 	if err != nil {
 		return nil, false
 	}
@@ -159,8 +181,7 @@ func (t *HTTPTarget) Requests(ctx context.Context) (map[string]int64, bool) {
 	if res.StatusCode != http.StatusOK {
 		return nil, false
 	}
-	m, ok := parseOpCounts(res.Body)
-	return m, ok
+	return parseOpCounts(res.Body)
 }
 
 // parseOpCounts sums the samples of sluice_objectstore_operations_total in Prometheus' text
@@ -196,12 +217,15 @@ func parseOpCounts(r io.Reader) (map[string]int64, bool) {
 	return m, found && sc.Err() == nil
 }
 
-// NewWriter returns an HTTP client of the stream.
-func (t *HTTPTarget) NewWriter(context.Context, int) (Writer, error) { return &httpWriter{t: t}, nil }
+// NewWriter returns an HTTP client of the stream; the i-th starts at the i-th daemon.
+func (t *HTTPTarget) NewWriter(_ context.Context, i int) (Writer, error) {
+	return &httpWriter{t: t, next: i % len(t.apis)}, nil
+}
 
 type httpWriter struct {
-	t   *HTTPTarget
-	buf []byte
+	t    *HTTPTarget
+	buf  []byte
+	next int // the daemon of the next append
 }
 
 // BatchesRecords is false: the runner sends what has queued up while an append was in flight.
@@ -210,7 +234,9 @@ func (w *httpWriter) BatchesRecords() bool { return false }
 // Send appends recs with one protobuf POST and waits for its ack.
 func (w *httpWriter) Send(ctx context.Context, recs []batchfmt.Record) (Pending, error) {
 	w.buf = s2api.AppendAppendInputProto(w.buf[:0], &batchfmt.AppendInput{Records: recs})
-	b, err := w.t.do(ctx, "POST", w.t.streamPath()+"/records", w.buf, map[string]string{"Content-Type": "application/protobuf", "Accept": "application/protobuf"})
+	daemon := w.next
+	w.next = (w.next + 1) % len(w.t.apis)
+	b, err := w.t.doAt(ctx, daemon, "POST", w.t.streamPath()+"/records", w.buf, map[string]string{"Content-Type": "application/protobuf", "Accept": "application/protobuf"})
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +272,7 @@ type httpFollower struct {
 }
 
 func (f *httpFollower) open(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", f.t.api+f.t.streamPath()+"/records?seq_num="+strconv.FormatUint(f.next, 10), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", f.t.apis[0]+f.t.streamPath()+"/records?seq_num="+strconv.FormatUint(f.next, 10), nil)
 	if err != nil {
 		return err
 	}
