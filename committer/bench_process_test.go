@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
@@ -38,7 +39,7 @@ func BenchmarkProducerProcesses(b *testing.B) {
 	for _, n := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("producers=%d", n), func(b *testing.B) {
 			for range b.N {
-				all, worst := runProcesses(b, exe, n, rate, rtt, dur)
+				all, worst, com := runProcesses(b, exe, n, rate, rtt, dur)
 				p99 := all[len(all)*99/100]
 				if n == 1 {
 					base = p99
@@ -48,14 +49,18 @@ func BenchmarkProducerProcesses(b *testing.B) {
 				b.ReportMetric(p99, "ack_p99_ms")
 				b.ReportMetric(worst, "worst_p99_ms")
 				b.ReportMetric(p99/base, "p99_vs_1")
+				b.ReportMetric(float64(com.writes)/dur.Seconds(), "writes/s")
+				b.ReportMetric(com.batchesPerWrite, "batches/write")
+				b.ReportMetric(com.writeMs, "write_ms")
+				b.ReportMetric(com.requestMs, "request_ms")
 			}
 		})
 	}
 }
 
 // runProcesses runs n producer processes against a new stream and returns the sorted ack
-// latencies (ms) of all and the worst process's p99.
-func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration) ([]float64, float64) {
+// latencies (ms) of all, the worst process's p99 and the committer's figures.
+func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration) ([]float64, float64, committerFigures) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	storeURL := "file://" + filepath.Join(dir, "store")
@@ -72,7 +77,8 @@ func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration)
 	}
 	cfg := committer.DefaultConfig()
 	srv := httptest.NewUnstartedServer(nil)
-	cfg.Store, cfg.ID, cfg.URL = &delayStore{Store: inner, rtt: rtt}, "bench", "http://"+srv.Listener.Addr().String()
+	reg := prometheus.NewRegistry()
+	cfg.Store, cfg.ID, cfg.URL, cfg.Registerer = &delayStore{Store: inner, rtt: rtt}, "bench", "http://"+srv.Listener.Addr().String(), reg
 	c, err := committer.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -116,7 +122,21 @@ func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration)
 		all = append(all, lat...)
 	}
 	slices.Sort(all)
-	return all, worst
+	var f committerFigures
+	f.writes, f.batchesPerWrite = histogramMean(b, reg, "sluice_committer_batches_per_write")
+	_, writeS := histogramMean(b, reg, "sluice_committer_manifest_write_seconds")
+	_, requestS := histogramMean(b, reg, "sluice_committer_request_seconds")
+	f.writeMs, f.requestMs = writeS*1000, requestS*1000
+	return all, worst, f
+}
+
+// committerFigures are a run's manifest writes, batches per write, mean write and request
+// times.
+type committerFigures struct {
+	writes          uint64
+	batchesPerWrite float64
+	writeMs         float64
+	requestMs       float64 // mean from a request's arrival to its answer
 }
 
 // TestProducerProcess is a producer process of BenchmarkProducerProcesses (skipped

@@ -109,7 +109,7 @@ func verify(t *testing.T, store objectstore.Store, acks []acked) {
 	}
 }
 
-func histogramMean(t *testing.T, reg *prometheus.Registry, name string) (count uint64, mean float64) {
+func histogramMean(t testing.TB, reg *prometheus.Registry, name string) (count uint64, mean float64) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
