@@ -189,6 +189,8 @@ func (s *stream) answer(group []*pending, answers []*Response, st *manifest.Stat
 	for i, pr := range group {
 		if answers[i].Error == nil {
 			answers[i].Tail = st.Tail
+			role := st.Committer
+			answers[i].Role = &role
 		}
 		s.c.m.requestSeconds.Observe(time.Since(pr.at).Seconds())
 		pr.done <- answers[i]

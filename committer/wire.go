@@ -75,10 +75,13 @@ type Record struct {
 // Response answers a Request: per batch, what a direct commit would have given, and the
 // stream's tail after the write; or Error, when nothing of the request was committed.
 type Response struct {
-	Tail        manifest.Position  `json:"tail"`
-	Batches     []BatchResult      `json:"batches,omitempty"`
-	Checkpoints []CheckpointResult `json:"checkpoints,omitempty"`
-	Error       *Error             `json:"error,omitempty"`
+	Tail manifest.Position `json:"tail"`
+	// Role is the stream's committer role as this answer's write left it (renewed), so that
+	// writers keep sending to it without reading the manifest.
+	Role        *manifest.CommitterRole `json:"role,omitempty"`
+	Batches     []BatchResult           `json:"batches,omitempty"`
+	Checkpoints []CheckpointResult      `json:"checkpoints,omitempty"`
+	Error       *Error                  `json:"error,omitempty"`
 }
 
 // BatchResult is the outcome of one batch. Duplicate: it was committed already (by an

@@ -60,6 +60,13 @@ func (c *Consumer) flushVia(ctx context.Context, url string, low uint64) (done b
 		c.r.m.ackErrors.Inc()
 		return true, errors.New("consumer: write checkpoint of group " + c.group + ": " + r.Error)
 	}
+	if resp.Role != nil {
+		c.mu.Lock()
+		if resp.Role.UntilMs > c.role.UntilMs {
+			c.role = *resp.Role // renewed: keep sending there without reading the manifest
+		}
+		c.mu.Unlock()
+	}
 	c.r.m.ackWrites.Inc()
 	c.wrote(r.Checkpoint)
 	return true, nil

@@ -18,6 +18,8 @@ type commitState struct {
 	// stale: the manifest moved on since snap (a committer wrote for us): read it before
 	// writing directly.
 	stale bool
+	// role is the committer role of the committer's last answer (fresher than snap's).
+	role manifest.CommitterRole
 	// client sends commit requests to the stream's committer; directUntil is when to ask
 	// one again after it failed.
 	client      committer.Caller

@@ -16,7 +16,11 @@ func (p *Producer) committerURL() string {
 	if time.Now().Before(p.c.directUntil) {
 		return ""
 	}
-	return committer.URL(p.c.snap.State.Committer, p.cfg.Committer, p.cfg.Now())
+	role := p.c.snap.State.Committer
+	if p.c.role.UntilMs > role.UntilMs {
+		role = p.c.role // renewed since the snapshot, as the committer's last answer said
+	}
+	return committer.URL(role, p.cfg.Committer, p.cfg.Now())
 }
 
 // commitRemote sends the group to the committer at url and resolves it from the answer. It
@@ -34,6 +38,9 @@ func (p *Producer) commitRemote(group []*batch, url string) bool {
 		resp, err = p.askCommitter(resp.Error.Holder.URL, req) // the role moved: ask its holder once
 	}
 	if results, ok := answered(w.group, resp, err); ok {
+		if resp.Role != nil {
+			p.c.role = *resp.Role
+		}
 		p.m.forwarded.WithLabelValues("ok").Inc()
 		p.remoteSucceeded(w.group, results, resp.Tail)
 		return true
