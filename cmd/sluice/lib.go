@@ -58,7 +58,7 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 		if loc, err := storeurl.Parse(storeURL(g.store)); err == nil && loc.Scheme == "file" {
 			if _, err := os.Stat(loc.Dir); errors.Is(err, fs.ErrNotExist) {
 				if g.store != defaultStore {
-					return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, or append --create, makes a new store)", redactURL(g.store), loc.Dir)
+					return nil, fmt.Errorf("--store %s: directory %s does not exist (sluice stream create, basin create or append --create makes a new store)", redactURL(g.store), loc.Dir)
 				}
 				// The default store before any command made it: an empty store, which
 				// this command must not create (inspect, read and the like change nothing).

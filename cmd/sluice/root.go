@@ -14,8 +14,8 @@ type globals struct {
 	store     string
 	logLevel  string
 	logFormat string
-	// createsStore is set by the commands that may make a new store (stream create, append
-	// --create): for the others a missing directory of a file store given with --store (or
+	// createsStore is set by the commands that may make a new store (stream create, basin
+	// create, append --create): for the others a missing directory of a file store given with --store (or
 	// its variable or config key) is an error, a mistyped path, not an empty store to create.
 	// The default store's missing directory is read as an empty store, and not made.
 	createsStore bool
@@ -58,7 +58,7 @@ Store URLs:
 	pf.Var(newEnum(&g.logLevel, "info", "debug", "info", "warn", "error"), "log-level", "log level: debug, info, warn or error")
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
-	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
+	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newBasinCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGCCmd(g))
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newBenchCmd(g))
 	root.Version = buildVersion()
