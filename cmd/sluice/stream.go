@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/s2api"
 )
 
 func newStreamCmd(g *globals) *cobra.Command {
@@ -285,7 +286,9 @@ func newStreamListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List streams",
 		Long: `List the streams of the store (of --basin, or of the root namespace), one JSON
-object per line: {"name":"..."}, in name order.`,
+object per line in name order, each as the daemon's GET /v1/streams lists it:
+{"name":NAME,"created_at":RFC3339,"deleted_at":null} (created_at to the millisecond, in
+UTC; deleted_at is always null: a deleted stream is gone). It reads each stream's manifest.`,
 		Example: `  sluice stream list --prefix orders-`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -310,7 +313,15 @@ object per line: {"name":"..."}, in name order.`,
 				if name <= startAfter || (limit > 0 && n >= limit) {
 					continue
 				}
-				if err := out.writeNoFlush(map[string]string{"name": name}); err != nil {
+				st, _ := catalog.Locate(basin, name)
+				snap, err := manifest.Open(e.store, st.ManifestPath).Load(ctx)
+				if errors.Is(err, manifest.ErrNotExist) {
+					continue // deleted meanwhile (as the API's list skips it)
+				}
+				if err != nil {
+					return e.streamErr(name, err)
+				}
+				if err := out.writeNoFlush(listedStream(name, snap.State)); err != nil {
 					return err
 				}
 				n++
@@ -323,6 +334,12 @@ object per line: {"name":"..."}, in name order.`,
 	cmd.Flags().StringVar(&startAfter, "start-after", "", "list only streams whose names sort after this")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many streams (0 = all)")
 	return cmd
+}
+
+// listedStream is a stream as the daemon's list-streams answer describes it (see engine's
+// streamInfo): created_at is the manifest's creation time, to the millisecond, in UTC.
+func listedStream(name string, st *manifest.State) s2api.StreamInfo {
+	return s2api.StreamInfo{Name: name, CreatedAt: time.UnixMilli(int64(st.CreatedMs)).UTC()}
 }
 
 func newStreamDeleteCmd(g *globals) *cobra.Command {
