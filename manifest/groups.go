@@ -18,6 +18,26 @@ func (s *State) OpenGroup(name string) uint64 {
 	return g.Epoch
 }
 
+// ResetGroup creates the consumer group name if needed, bumps its epoch as OpenGroup does
+// (fencing its active member) and sets its checkpoint to seq, backwards or forwards, kept
+// between the first readable record and the tail. A group it creates gets an epoch above any
+// epoch the stream ever gave (every epoch bump is a write, so none exceeds the write counter):
+// a member of a deleted group of the same name can never pass for its member. It returns the
+// new epoch and checkpoint.
+func (s *State) ResetGroup(name string, seq uint64) (epoch, checkpoint uint64) {
+	if _, ok := s.Groups[name]; !ok {
+		if s.Groups == nil {
+			s.Groups = map[string]Group{}
+		}
+		s.Groups[name] = Group{Epoch: s.WriteCounter}
+	}
+	epoch = s.OpenGroup(name)
+	g := s.Groups[name]
+	g.Checkpoint = min(max(seq, s.ReadableStart()), s.Tail.SeqNum)
+	s.Groups[name] = g
+	return epoch, g.Checkpoint
+}
+
 // CheckEpoch returns a StaleEpochError unless epoch is the group's current epoch.
 func (s *State) CheckEpoch(name string, epoch uint64) error {
 	g, ok := s.Groups[name]

@@ -165,6 +165,9 @@ func (x *Index) WithState(st *State) *Index {
 	return &y
 }
 
+// State is the state the index looks entries up in (do not modify it).
+func (x *Index) State() *State { return x.st }
+
 const indexCacheSize = 64
 
 func (x *Index) segment(ctx context.Context, ref *SegmentRef) (*Segment, error) {
