@@ -29,6 +29,9 @@ var (
 	ErrStreamNotFound = errors.New("consumer: stream not found")
 	// ErrFenced is matched by *FencedError: another member opened the group after this one.
 	ErrFenced = errors.New("consumer: fenced by a newer member of the group")
+	// ErrGroupNotFound: the consumer group does not exist (DeleteGroup). It comes with
+	// manifest.ErrNoGroup.
+	ErrGroupNotFound = errors.New("consumer: no such consumer group")
 	// ErrNotDelivered: Ack named a record this member has not been given yet.
 	ErrNotDelivered = errors.New("consumer: ack of a record not delivered")
 	// ErrClosed: the session or consumer was closed.
