@@ -38,6 +38,13 @@ type Config struct {
 
 	// Group names the consumer group a Consumer joins. Required by Open, ignored by Reader.
 	Group string
+	// NewGroupStart is where a group that Open creates starts: StartAtHead (the zero value,
+	// the stream's first readable record) or StartAtTail (only records appended after the
+	// join). A group that exists resumes from its checkpoint either way.
+	NewGroupStart GroupStart
+	// StreamName names the stream in the stream label of a member's lag metrics. Default
+	// "": the ManifestPath.
+	StreamName string
 	// ReadAheadDepth is the most batch objects fetched ahead of delivery, in parallel.
 	// Default 4; at least 1 (1 = no parallelism, one object fetched at a time).
 	ReadAheadDepth int
@@ -81,6 +88,27 @@ type Config struct {
 	// kept but not registered. Several readers may share one registerer: they share the
 	// collectors.
 	Registerer prometheus.Registerer
+}
+
+// GroupStart is where a new consumer group starts reading (Config.NewGroupStart).
+type GroupStart uint8
+
+const (
+	// StartAtHead starts a new group at the stream's first readable record.
+	StartAtHead GroupStart = iota
+	// StartAtTail starts a new group at the tail: its checkpoint is the tail's seq_num
+	// when Open creates it.
+	StartAtTail
+)
+
+func (s GroupStart) String() string {
+	switch s {
+	case StartAtHead:
+		return "head"
+	case StartAtTail:
+		return "tail"
+	}
+	return fmt.Sprintf("GroupStart(%d)", uint8(s))
 }
 
 // DefaultConfig returns the defaults; ObjectStore is nil and must be set.
@@ -135,6 +163,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Group) > MaxGroupNameLen {
 		bad("group name is %d bytes, more than %d", len(c.Group), MaxGroupNameLen)
+	}
+	if c.NewGroupStart > StartAtTail {
+		bad("unknown new group start %v", c.NewGroupStart)
 	}
 	if c.ReadAheadDepth < 1 {
 		bad("read-ahead depth %d must be >= 1", c.ReadAheadDepth)

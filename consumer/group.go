@@ -46,6 +46,12 @@ type Consumer struct {
 	directUntil time.Time
 	pendingAt   time.Time // when the first unwritten ack arrived (zero: none)
 	closed      bool
+	ts          tsTrack // timestamps of the delivered records not yet acknowledged
+
+	lagMu   sync.Mutex // serialises lag gauge updates, and their removal on Close
+	lag     *lagMetrics
+	stream  string // the stream label of the lag gauges
+	lagDone bool   // the gauges were removed
 
 	flushMu sync.Mutex // serialises checkpoint writes
 	kick    chan struct{}
@@ -64,10 +70,15 @@ type GroupOptions struct {
 
 // Open joins the consumer group cfg.Group of the stream, creating the group if needed (not
 // the stream: a stream that does not exist yet is ErrStreamNotFound; producer.New creates
-// one), and
-// becomes its active member: the group's epoch is bumped with a conditional manifest write,
-// so the previous member is fenced (its next ack fails with *FencedError). Reading resumes at
-// the group's checkpoint (or at the first readable record, if retention went past it).
+// one), and becomes its active member: the group's epoch is bumped with a conditional
+// manifest write, so the previous member is fenced (its next ack fails with *FencedError).
+// Reading resumes at the group's checkpoint (or at the first readable record, if retention
+// went past it); a group created here starts per cfg.NewGroupStart.
+//
+// The member exports its lag (see Lag) on cfg.Registerer, updated on each Next, Poll and
+// acknowledgement: sluice_consumer_group_lag_records and sluice_consumer_group_lag_seconds,
+// labelled stream (cfg.StreamName) and group, from its acknowledged position (which the
+// manifest's checkpoint follows within AckInterval). Close removes them.
 func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error) {
 	var errs []error
 	if err := cfg.Validate(); err != nil {
@@ -83,9 +94,19 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	if err != nil {
 		return nil, err
 	}
+	lm, err := newLagMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: register metrics: %w", err)
+	}
 	var epoch uint64
 	snap, err := manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
+		_, existed := st.Groups[cfg.Group]
 		epoch = st.OpenGroup(cfg.Group)
+		if !existed && cfg.NewGroupStart == StartAtTail {
+			g := st.Groups[cfg.Group]
+			g.Checkpoint = st.Tail.SeqNum
+			st.Groups[cfg.Group] = g
+		}
 		return nil
 	})
 	if err != nil {
@@ -101,12 +122,16 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	}
 	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, role: snap.State.Committer,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
-		kick: make(chan struct{}, 1), quit: make(chan struct{})}
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, stream: cfg.StreamName}
+	if c.stream == "" {
+		c.stream = cfg.ManifestPath
+	}
 	s.onRefresh = c.checkState
 	if c.low > checkpoint {
 		c.pendingAt = time.Now() // records below the readable start count as acknowledged
 	}
 	cfg.Logger.Info("joined consumer group", "group", cfg.Group, "epoch", epoch, "checkpoint", checkpoint, "start", c.low)
+	c.updateLag(ctx)
 	c.wg.Add(1)
 	go c.flushLoop()
 	return c, nil
@@ -151,6 +176,7 @@ func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
 		return Batch{}, ferr
 	}
 	if len(b.Records) > 0 || b.NextSeq > prev {
+		heldSeq, heldTS, held := c.s.heldRecord() // before c.mu: the read takes c.mu under s.mu
 		c.mu.Lock()
 		// Whatever the read skipped between prev and NextSeq counts as acknowledged.
 		at := prev
@@ -164,8 +190,13 @@ func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
 			c.addLocked(at, b.NextSeq)
 		}
 		c.delivered = max(c.delivered, b.NextSeq)
+		c.ts.add(b.Records)
+		if held {
+			c.ts.add([]Record{{SeqNum: heldSeq, Timestamp: heldTS}}) // the next record's, for the lag
+		}
 		c.mu.Unlock()
 	}
+	c.updateLag(ctx)
 	return b, err
 }
 
@@ -193,6 +224,9 @@ func (c *Consumer) ack(from, to uint64) error {
 	c.addLocked(from, to)
 	full := c.low-c.written >= uint64(c.r.cfg.AckRecords)
 	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	c.updateLag(ctx)
+	cancel()
 	if full {
 		select {
 		case c.kick <- struct{}{}:
@@ -309,6 +343,14 @@ func (c *Consumer) flush(ctx context.Context) error {
 	c.mu.Lock()
 	low, written, fenced := c.low, c.written, c.fenced
 	c.mu.Unlock()
+	// A checkpoint never moves back under one epoch (a reset bumps it): a group found below
+	// what this member wrote was deleted and created again by a member that got its epoch.
+	recreated := func(st *manifest.State) error {
+		if g, ok := st.Groups[c.group]; ok && g.Epoch == c.epoch && g.Checkpoint < written {
+			return fmt.Errorf("%w: %q was deleted and created again", manifest.ErrNoGroup, c.group)
+		}
+		return nil
+	}
 	if fenced != nil {
 		return fenced
 	}
@@ -325,6 +367,9 @@ func (c *Consumer) flush(ctx context.Context) error {
 	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath, manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		if st.Generation != c.gen {
 			return manifest.ErrGenerationChanged // checked below, as the state's
+		}
+		if err := recreated(st); err != nil {
+			return err
 		}
 		changed, err := st.SetCheckpoint(c.group, c.epoch, low)
 		if err != nil {
@@ -422,5 +467,6 @@ func (c *Consumer) Close(ctx context.Context) error {
 	c.nextMu.Lock()
 	c.s.Close()
 	c.nextMu.Unlock()
+	c.removeLag()
 	return err
 }

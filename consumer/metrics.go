@@ -43,16 +43,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	var errs []error
 	reuse := func(col prometheus.Collector) prometheus.Collector {
-		err := reg.Register(col)
-		if err == nil {
-			return col
+		got, err := register(reg, col)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			return are.ExistingCollector
-		}
-		errs = append(errs, err)
-		return col
+		return got
 	}
 	m.records = reuse(m.records).(prometheus.Counter)
 	m.bytes = reuse(m.bytes).(prometheus.Counter)
@@ -65,4 +60,42 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.ackErrors = reuse(m.ackErrors).(prometheus.Counter)
 	m.fenced = reuse(m.fenced).(prometheus.Counter)
 	return m, errors.Join(errs...)
+}
+
+// register registers col, or returns the equal collector registered before (so that several
+// readers share one registerer).
+func register(reg prometheus.Registerer, col prometheus.Collector) (prometheus.Collector, error) {
+	err := reg.Register(col)
+	if err == nil {
+		return col, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		return are.ExistingCollector, nil
+	}
+	return col, err
+}
+
+// lagMetrics are a group member's lag gauges (see Consumer), labelled stream and group. Only
+// members register them, so a daemon's readers leave the names to the daemon's own gauges.
+type lagMetrics struct {
+	records *prometheus.GaugeVec
+	seconds *prometheus.GaugeVec
+}
+
+func newLagMetrics(reg prometheus.Registerer) (*lagMetrics, error) {
+	labels := []string{"stream", "group"}
+	m := &lagMetrics{
+		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "consumer", Name: "group_lag_records",
+			Help: "Readable records at or after the consumer group's acknowledged position."}, labels),
+		seconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "consumer", Name: "group_lag_seconds",
+			Help: "Age of the consumer group's oldest unacknowledged record (0 when caught up)."}, labels),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	rc, err1 := register(reg, m.records)
+	sc, err2 := register(reg, m.seconds)
+	m.records, m.seconds = rc.(*prometheus.GaugeVec), sc.(*prometheus.GaugeVec)
+	return m, errors.Join(err1, err2)
 }

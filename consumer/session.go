@@ -55,6 +55,10 @@ type Session struct {
 	done   bool
 	err    error // sticky
 	closed bool
+	// held: the last read stopped at its limits with the next record already decoded, at
+	// heldSeq with timestamp heldTS (a group member's lag needs it; see heldRecord).
+	held            bool
+	heldSeq, heldTS uint64
 }
 
 type fetch struct {
@@ -203,6 +207,14 @@ func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 	}
 }
 
+// heldRecord returns the position and timestamp of the record after the last batch when the
+// read already decoded it (the batch ended at its limits inside an object).
+func (s *Session) heldRecord() (seq, ts uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heldSeq, s.heldTS, s.held
+}
+
 // Close stops the session's fetches and waits for them.
 func (s *Session) Close() error {
 	s.cancel()
@@ -241,6 +253,7 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 	if s.err != nil {
 		return s.batch(nil, 0), 0, s.err
 	}
+	s.held = false
 	out := make([]Record, 0, min(maxRecords, 256))
 	outBytes := 0
 	for {
@@ -258,6 +271,9 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 		}
 		if s.cur != nil {
 			if s.pull(&out, &outBytes, maxRecords, maxBytes) {
+				if s.cur.valid {
+					s.held, s.heldSeq, s.heldTS = true, s.cur.seq, s.cur.ts
+				}
 				return s.batch(out, outBytes), outBytes, nil
 			}
 			if s.done {
