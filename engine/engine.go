@@ -61,6 +61,12 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the engine's clock. Default time.Now.
 	Now func() time.Time
+	// LagInterval is how often, with a Registerer, the engine refreshes the gauges of the
+	// streams it serves (an open producer or reader): each consumer group's
+	// sluice_consumer_group_lag_records and ..._lag_seconds (labels basin, stream, group)
+	// and sluice_manifest_size_bytes (basin, stream). Default DefaultLagInterval; 0 turns
+	// them off.
+	LagInterval time.Duration
 }
 
 // DefaultConfig returns the defaults: producers with the seeds' defaults but a 10 ms
@@ -76,6 +82,7 @@ func DefaultConfig() Config {
 		IdleTimeout: time.Minute,
 		Logger:      slog.New(slog.DiscardHandler),
 		Now:         time.Now,
+		LagInterval: DefaultLagInterval,
 	}
 }
 
@@ -93,6 +100,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		errs = append(errs, errors.New("engine: Now is nil"))
+	}
+	if c.LagInterval < 0 {
+		errs = append(errs, fmt.Errorf("engine: LagInterval %v must not be negative", c.LagInterval))
 	}
 	pc := c.producerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"})
 	if err := pc.Validate(); err != nil {
@@ -167,6 +177,7 @@ type Engine struct {
 	closers sync.WaitGroup // producers being closed in the background
 
 	metrics *metrics
+	lag     *lagMetrics // nil without a Registerer
 }
 
 type streamKey struct{ basin, name string }
@@ -186,6 +197,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.janitor.Add(1)
 	go e.closeIdle()
+	if cfg.Registerer != nil && cfg.LagInterval > 0 {
+		e.lag = newLagMetrics(cfg.Registerer)
+		e.janitor.Add(1)
+		go e.lagLoop()
+	}
 	return e, nil
 }
 
