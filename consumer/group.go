@@ -50,6 +50,7 @@ type Consumer struct {
 
 	lagMu   sync.Mutex // serialises lag gauge updates, and their removal on Close
 	lag     *lagMetrics
+	lagSrc  *lagSource
 	stream  string // the stream label of the lag gauges
 	lagDone bool   // the gauges were removed
 
@@ -75,10 +76,11 @@ type GroupOptions struct {
 // Reading resumes at the group's checkpoint (or at the first readable record, if retention
 // went past it); a group created here starts per cfg.NewGroupStart.
 //
-// The member exports its lag (see Lag) on cfg.Registerer, updated on each Next, Poll and
-// acknowledgement: sluice_consumer_group_lag_records and sluice_consumer_group_lag_seconds,
-// labelled stream (cfg.StreamName) and group, from its acknowledged position (which the
-// manifest's checkpoint follows within AckInterval). Close removes them.
+// The member exports its lag (see Lag) on cfg.Registerer, from its acknowledged position
+// (which the manifest's checkpoint follows within AckInterval) as of its last Next, Poll or
+// acknowledgement, the age taken at the scrape: sluice_consumer_group_lag_records and
+// sluice_consumer_group_lag_seconds, labelled stream (cfg.StreamName) and group. Close
+// removes them.
 func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error) {
 	var errs []error
 	if err := cfg.Validate(); err != nil {
@@ -122,16 +124,17 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	}
 	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, role: snap.State.Committer,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
-		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, stream: cfg.StreamName}
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, lagSrc: &lagSource{}, stream: cfg.StreamName}
 	if c.stream == "" {
 		c.stream = cfg.ManifestPath
 	}
+	c.updateLag(ctx)
+	lm.add(c.stream, c.group, c.lagSrc)
 	s.onRefresh = c.checkState
 	if c.low > checkpoint {
 		c.pendingAt = time.Now() // records below the readable start count as acknowledged
 	}
 	cfg.Logger.Info("joined consumer group", "group", cfg.Group, "epoch", epoch, "checkpoint", checkpoint, "start", c.low)
-	c.updateLag(ctx)
 	c.wg.Add(1)
 	go c.flushLoop()
 	return c, nil

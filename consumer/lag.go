@@ -30,33 +30,38 @@ type TimestampFunc func(ctx context.Context, e *manifest.Entry, seq uint64) (uin
 // first record, so that Seconds may be too high by up to the batch's time span. It reads
 // the store only to load sealed segments that idx does not hold (and through ts).
 func GroupLag(ctx context.Context, idx *manifest.Index, checkpoint uint64, now time.Time, ts TimestampFunc) (Lag, error) {
+	records, at, err := oldestUnacked(ctx, idx, checkpoint, ts)
+	lag := Lag{Records: records}
+	if records > 0 {
+		lag.Seconds = age(at, now)
+	}
+	return lag, err
+}
+
+// oldestUnacked returns GroupLag's records and the timestamp (ms) of the oldest
+// unacknowledged record, when records > 0 (0 if no entry holds it).
+func oldestUnacked(ctx context.Context, idx *manifest.Index, checkpoint uint64, ts TimestampFunc) (records, at uint64, err error) {
 	st := idx.State()
 	tail := st.Tail.SeqNum
 	start := max(checkpoint, st.ReadableStart())
 	if start >= tail {
-		return Lag{}, nil
+		return 0, 0, nil
 	}
-	lag := Lag{Records: tail - start}
-	var at uint64
+	records = tail - start
 	if start == tail-1 {
-		at = st.Tail.Timestamp
-	} else {
-		e, ok, err := idx.FindSeq(ctx, start)
-		if err != nil {
-			return lag, err
-		}
-		if !ok {
-			return lag, nil // no readable record holds a timestamp
-		}
-		at = e.MinTS
-		if start > e.FirstSeq && e.MinTS != e.MaxTS && ts != nil {
-			if at, err = ts(ctx, &e, start); err != nil {
-				return lag, err
-			}
+		return records, st.Tail.Timestamp, nil
+	}
+	e, ok, err := idx.FindSeq(ctx, start)
+	if err != nil || !ok {
+		return records, uint64(time.Now().UnixMilli()), err // no readable record holds a timestamp
+	}
+	at = e.MinTS
+	if start > e.FirstSeq && e.MinTS != e.MaxTS && ts != nil {
+		if at, err = ts(ctx, &e, start); err != nil {
+			return records, 0, err
 		}
 	}
-	lag.Seconds = age(at, now)
-	return lag, nil
+	return records, at, nil
 }
 
 // age is the seconds from a timestamp (ms) to now, 0 for a timestamp not in the past.

@@ -8,51 +8,46 @@ import (
 // lagTimeout bounds the manifest segment reads of a lag update made by an acknowledgement.
 const lagTimeout = 5 * time.Second
 
-// updateLag sets the member's lag gauges from its acknowledged position and the manifest its
-// read saw last. The oldest unacknowledged record's timestamp is the tracked one when it was
-// delivered (no store request); otherwise GroupLag's from the manifest.
+// updateLag sets the member's lag from its acknowledged position and the manifest its read
+// saw last. The oldest unacknowledged record's timestamp is the tracked one when it was
+// delivered (no store request); otherwise oldestUnacked's from the manifest.
 func (c *Consumer) updateLag(ctx context.Context) {
 	c.lagMu.Lock()
 	defer c.lagMu.Unlock()
 	if c.lagDone {
 		return
 	}
-	st, now := c.s.State(), time.Now()
+	st := c.s.State()
 	c.mu.Lock()
 	if c.fenced != nil {
 		c.mu.Unlock()
 		return // the group is someone else's now
 	}
 	start := max(c.low, st.ReadableStart())
-	var lag Lag
+	var records, ts uint64
 	known := true
 	if tail := st.Tail.SeqNum; start < tail {
-		lag.Records = tail - start
-		var ts uint64
-		if ts, known = c.ts.at(start); known {
-			lag.Seconds = age(ts, now)
-		}
+		records = tail - start
+		ts, known = c.ts.at(start)
 	}
 	c.mu.Unlock()
 	if !known {
 		var err error
-		if lag, err = GroupLag(ctx, c.r.index(st), start, now, nil); err != nil {
+		if records, ts, err = oldestUnacked(ctx, c.r.index(st), start, nil); err != nil {
 			c.r.cfg.Logger.Debug("lag not updated", "group", c.group, "err", err)
 			return
 		}
 	}
-	c.lag.records.WithLabelValues(c.stream, c.group).Set(float64(lag.Records))
-	c.lag.seconds.WithLabelValues(c.stream, c.group).Set(lag.Seconds)
+	c.lagSrc.set(records, ts)
 }
 
-// removeLag removes the member's lag gauges (a successor in the same process sets them
-// again on its next update).
+// removeLag removes the member's lag series (a later member of the group in this process
+// keeps its own).
 func (c *Consumer) removeLag() {
 	c.lagMu.Lock()
 	defer c.lagMu.Unlock()
 	c.lagDone = true
-	c.lag.records.DeleteLabelValues(c.stream, c.group)
-	c.lag.seconds.DeleteLabelValues(c.stream, c.group)
+	c.lag.remove(c.stream, c.group, c.lagSrc)
 }
 
 // tsTrack remembers the timestamps of a member's delivered records, as runs of equal

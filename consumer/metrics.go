@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"errors"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -76,26 +78,91 @@ func register(reg prometheus.Registerer, col prometheus.Collector) (prometheus.C
 	return col, err
 }
 
-// lagMetrics are a group member's lag gauges (see Consumer), labelled stream and group. Only
-// members register them, so a daemon's readers leave the names to the daemon's own gauges.
+// lagMetrics exports the lag of the group members that share a registerer: each member
+// keeps its figures in a lagSource on each fetch and acknowledgement, and the age of its
+// oldest unacknowledged record is taken at the scrape, so that it grows while a member is
+// stuck. Only members register it, so a daemon's readers leave the names to the daemon's
+// own gauges.
 type lagMetrics struct {
-	records *prometheus.GaugeVec
-	seconds *prometheus.GaugeVec
+	records, seconds *prometheus.Desc
+
+	mu      sync.Mutex
+	sources map[[2]string]*lagSource // by stream, group
+}
+
+// lagSource is one member's lag: the records from its acknowledged position to the tail and
+// the timestamp (ms) of the record at that position.
+type lagSource struct {
+	mu       sync.Mutex
+	records  uint64
+	oldestTS uint64
+}
+
+func (s *lagSource) set(records, oldestTS uint64) {
+	s.mu.Lock()
+	s.records, s.oldestTS = records, oldestTS
+	s.mu.Unlock()
 }
 
 func newLagMetrics(reg prometheus.Registerer) (*lagMetrics, error) {
 	labels := []string{"stream", "group"}
 	m := &lagMetrics{
-		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "consumer", Name: "group_lag_records",
-			Help: "Readable records at or after the consumer group's acknowledged position."}, labels),
-		seconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "consumer", Name: "group_lag_seconds",
-			Help: "Age of the consumer group's oldest unacknowledged record (0 when caught up)."}, labels),
+		records: prometheus.NewDesc("sluice_consumer_group_lag_records",
+			"Readable records at or after the consumer group's acknowledged position.", labels, nil),
+		seconds: prometheus.NewDesc("sluice_consumer_group_lag_seconds",
+			"Age of the consumer group's oldest unacknowledged record (0 when caught up).", labels, nil),
+		sources: map[[2]string]*lagSource{},
 	}
 	if reg == nil {
 		return m, nil
 	}
-	rc, err1 := register(reg, m.records)
-	sc, err2 := register(reg, m.seconds)
-	m.records, m.seconds = rc.(*prometheus.GaugeVec), sc.(*prometheus.GaugeVec)
-	return m, errors.Join(err1, err2)
+	got, err := register(reg, m)
+	if err != nil {
+		return m, err
+	}
+	if lm, ok := got.(*lagMetrics); ok {
+		return lm, nil
+	}
+	return m, errors.New("consumer: the group lag metrics are registered by another collector")
+}
+
+// Describe implements prometheus.Collector.
+func (m *lagMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.records
+	ch <- m.seconds
+}
+
+// Collect implements prometheus.Collector.
+func (m *lagMetrics) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, s := range m.sources {
+		s.mu.Lock()
+		recs, ts := s.records, s.oldestTS
+		s.mu.Unlock()
+		secs := 0.0
+		if recs > 0 {
+			secs = age(ts, now)
+		}
+		ch <- prometheus.MustNewConstMetric(m.records, prometheus.GaugeValue, float64(recs), k[0], k[1])
+		ch <- prometheus.MustNewConstMetric(m.seconds, prometheus.GaugeValue, secs, k[0], k[1])
+	}
+}
+
+// add makes src the source of the stream's and group's series (a later member of the group
+// in this process takes them over).
+func (m *lagMetrics) add(stream, group string, src *lagSource) {
+	m.mu.Lock()
+	m.sources[[2]string{stream, group}] = src
+	m.mu.Unlock()
+}
+
+// remove drops the series if src is still their source.
+func (m *lagMetrics) remove(stream, group string, src *lagSource) {
+	m.mu.Lock()
+	if k := [2]string{stream, group}; m.sources[k] == src {
+		delete(m.sources, k)
+	}
+	m.mu.Unlock()
 }
