@@ -5,16 +5,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 type consumeFlags struct {
@@ -32,6 +38,8 @@ type consumeFlags struct {
 	committer       string
 	committerToken  string
 	stopTimeout     time.Duration
+	startAt         string
+	metricsListen   string
 }
 
 func newConsumeCmd(g *globals) *cobra.Command {
@@ -54,14 +62,26 @@ attempts. If the last attempt fails, consume stops: it writes the acknowledgemen
 records before, and exits 1 naming the seq_num and CMD's exit status (the failed records
 are the first a restarted member gets). --max-attempts 0 retries forever.
 
-Joining the group fences the previous member: a member that finds itself fenced exits 1.
+A group that does not exist yet is created at the head (its first readable record) or,
+with --start-at tail, at the tail (only records appended from then on); a group that
+exists resumes from its checkpoint whatever --start-at says (sluice groups reset moves it).
+
+Joining the group fences the previous member: a member that finds itself fenced exits 1
+(as it does when sluice groups reset or delete changes its group).
 consume follows the tail until SIGINT/SIGTERM (or, with --stop-at-tail, until it reaches
 the tail). On SIGINT/SIGTERM it sends SIGTERM to a running CMD, waits up to --stop-timeout
 for it (its records are acknowledged if it exits 0), writes the acknowledgements and exits 0.
 
 CMD's stdout and stderr are sluice's. Its environment also holds SLUICE_CONSUME_STREAM,
 SLUICE_CONSUME_GROUP, SLUICE_CONSUME_SEQ_NUM (first record), SLUICE_CONSUME_COUNT (records)
-and SLUICE_CONSUME_ATTEMPT (from 1).`,
+and SLUICE_CONSUME_ATTEMPT (from 1).
+
+With --metrics-listen ADDR it serves Prometheus metrics on http://ADDR/metrics while it
+runs: sluice_consumer_group_lag_records and sluice_consumer_group_lag_seconds (labels
+stream, group: the records from the acknowledged position to the tail as of the last
+read or acknowledgement, and the age at the scrape of the oldest unacknowledged record),
+the other
+sluice_consumer_* and sluice_objectstore_* metrics, and Go runtime metrics.`,
 		Example: `  sluice consume orders --group billing --exec 'jq -r .body >> orders.txt'
   sluice consume events --group loader --batch 500 --format raw --exec 'psql -c "\copy t from stdin"'`,
 		Args: exactArgs,
@@ -84,6 +104,8 @@ and SLUICE_CONSUME_ATTEMPT (from 1).`,
 	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a sluice serve daemon) to write the group's checkpoints with its commits while the stream names none; with none answering they are written directly")
 	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (prefer SLUICE_COMMITTER_TOKEN)")
 	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
+	fl.Var(newEnum(&f.startAt, "head", "head", "tail"), "start-at", "where a group that does not exist yet starts: head (its first readable record) or tail (records appended from now on)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port) while consuming")
 	return cmd
 }
 
@@ -131,6 +153,17 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 		return err
 	}
 	defer e.close()
+	var reg *prometheus.Registry
+	if f.metricsListen != "" {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		e.store = objectstore.Instrument(e.store, newStoreMetrics(reg))
+		stop, err := serveMetrics(e, f.metricsListen, reg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
 	cfg.ManifestPath = st.ManifestPath
@@ -140,6 +173,13 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	cfg.Committer, cfg.CommitterToken = f.committer, f.committerToken
 	cfg.MaxBatchRecords = f.batch
 	cfg.Logger = e.log
+	cfg.StreamName = name
+	if f.startAt == "tail" {
+		cfg.NewGroupStart = consumer.StartAtTail
+	}
+	if reg != nil {
+		cfg.Registerer = reg
+	}
 	c, err := consumer.Open(ctx, cfg, consumer.GroupOptions{SkipCommands: !f.includeCommands})
 	if err != nil {
 		return e.consumeErr(name, f.group, err)
@@ -176,11 +216,32 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	return nil
 }
 
+// serveMetrics serves reg on http://addr/metrics until stop is called.
+func serveMetrics(e *libEnv, addr string, reg *prometheus.Registry) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	e.log.Info("serving metrics", "listen", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
 // consumeErr explains a consumer failure.
 func (e *libEnv) consumeErr(name, group string, err error) error {
 	var fe *consumer.FencedError
+	if errors.As(err, &fe) && fe.Current == 0 {
+		return fmt.Errorf("%s: group %q was deleted (sluice groups delete); stopping", e.where(name), group)
+	}
 	if errors.As(err, &fe) {
-		return fmt.Errorf("%s: group %q: another member took over (its epoch %d is newer than this member's %d); stopping", e.where(name), group, fe.Current, fe.Epoch)
+		return fmt.Errorf("%s: group %q: another member took over, or the group was reset (its epoch %d is newer than this member's %d); stopping", e.where(name), group, fe.Current, fe.Epoch)
 	}
 	return e.readErr(name, err)
 }

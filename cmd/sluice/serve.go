@@ -43,6 +43,7 @@ type serveFlags struct {
 	noGC            bool
 	advertiseURL    string
 	noCommitter     bool
+	lagInterval     time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -58,7 +59,10 @@ It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--
   /health    200 "ok" while the store answers, 503 otherwise (with the store's error, or
              with --auth-token only its class; the error goes to the log, at most once
              a minute)
-  /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime)
+  /metrics   Prometheus metrics (HTTP API, object store, producers, Go runtime; and for
+             each stream it serves, refreshed every --lag-interval, each consumer
+             group's sluice_consumer_group_lag_records and ..._lag_seconds and the
+             manifest's sluice_manifest_size_bytes, labelled basin and stream)
   /sluice/v1/commit
              commit requests of other producers and daemons (unless --no-committer)
 
@@ -99,6 +103,7 @@ and finishes in-flight commits within --shutdown-timeout.`,
 	fl.Var(newDurationValue(&f.gcGracePeriod, gc.DefaultConfig().GracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
 	fl.StringVar(&f.advertiseURL, "advertise-url", "", "the URL other processes reach this daemon's committer at (such as http://10.0.0.5:8080); default: derived from --listen (the machine's hostname for a wildcard host)")
 	fl.BoolVar(&f.noCommitter, "no-committer", false, "do not act as a committer: this daemon's writes commit directly, and it takes no commit requests")
+	fl.Var(newDurationValue(&f.lagInterval, engine.DefaultLagInterval), "lag-interval", "how often the consumer group lag and manifest size gauges of the streams this daemon serves are refreshed (one conditional manifest read per stream; 0 turns them off)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 	return cmd
 }
@@ -119,6 +124,9 @@ func (f *serveFlags) validate() error {
 	}
 	if f.flushInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --flush-interval: must not be negative", f.flushInterval))
+	}
+	if f.lagInterval < 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --lag-interval: must not be negative", f.lagInterval))
 	}
 	if f.gcInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --gc-interval: must be positive", f.gcInterval))
@@ -179,6 +187,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Store = store
 	ecfg.Logger = log
 	ecfg.Registerer = reg
+	ecfg.LagInterval = f.lagInterval
 	ecfg.Producer.FlushInterval = f.flushInterval
 	ecfg.Producer.DeliveryTimeout = f.deliveryTimeout
 	// GC safety: a producer never commits an upload older than half the grace period.
