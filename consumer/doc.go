@@ -70,7 +70,10 @@
 // unwritten acknowledgements are lost and the records go to the newer member again
 // (at-least-once). Several named groups on one stream each keep their own epoch and
 // checkpoint. In queue mode (manifest.Config.QueueMode) the collector drops entries once
-// every group's checkpoint is past them.
+// every group's checkpoint is past them. A group that Open creates starts at the head, or
+// at the tail with Config.NewGroupStart. ListGroups, ResetGroup and DeleteGroup show and
+// steer a stream's groups (the last two fence the live member); GroupLag computes a
+// group's lag, shared by members, the CLI and the daemon.
 //
 // # Goroutines, logs, metrics
 //
@@ -78,5 +81,6 @@
 // checkpoint writer (Close stops it and waits). Logs go to Config.Logger; metrics
 // (sluice_consumer_*: records and metered bytes delivered, object fetches, fetch bytes,
 // fetch errors by kind, fetch latency, manifest polls by result, checkpoint writes and
-// failures, fenced members) go to Config.Registerer.
+// failures, fenced members; and for members, sluice_consumer_group_lag_records and
+// ..._lag_seconds) go to Config.Registerer.
 package consumer
