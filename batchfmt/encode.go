@@ -92,24 +92,25 @@ func (e *Encoder) Add(in *AppendInput) (appendIndex int) {
 }
 
 // add sizes and validates every record, then writes the append header, final by now, and
-// the record frames. Nothing is kept of an append that is refused (Add truncates).
+// the record frames into the room reserved for them. Nothing is kept of an append that is
+// refused (Add truncates).
 func (e *Encoder) add(in *AppendInput) error {
 	recs := in.Records // read once: the count in the header, the sizes and the frames agree
-	n := len(recs)
-	if n == 0 || n > MaxAppendRecords {
+	h := appendHead{n: len(recs)}
+	if h.n == 0 || h.n > MaxAppendRecords {
 		return in.Validate() // reports the count rule
 	}
-	var flags byte
-	if in.MatchSeqNum != nil {
-		flags |= appHasMatchSeqNum
+	if seq := in.MatchSeqNum; seq != nil {
+		h.flags |= appHasMatchSeqNum
+		h.seq = *seq
 	}
-	if in.FencingToken != nil {
-		if len(*in.FencingToken) > MaxFencingTokenLen {
+	if tok := in.FencingToken; tok != nil {
+		if len(*tok) > MaxFencingTokenLen {
 			return in.Validate()
 		}
-		flags |= appHasFencingToken
+		h.flags |= appHasFencingToken
+		h.token = *tok
 	}
-	metered, wire := 0, 0
 	for i := range recs {
 		r := &recs[i]
 		m, w, cmd := recordSize(r)
@@ -118,153 +119,82 @@ func (e *Encoder) add(in *AppendInput) error {
 				return &AppendError{Reason: ReasonInvalidRecord, Index: i, Detail: err.Error(), Err: err}
 			}
 		}
-		metered += m
-		wire += w
-		if metered > MaxAppendBytes {
+		h.metered += m
+		h.wire += w
+		if h.metered > MaxAppendBytes {
 			return in.Validate() // reports the byte rule with the full total
 		}
 	}
-	if len(e.buf)-HeaderSize+maxAppendHeader+wire > MaxObjectBytes {
+	size := h.size() + h.wire
+	if len(e.buf)-HeaderSize+size > MaxObjectBytes {
 		return fmt.Errorf("%w: object payload would exceed %d bytes", ErrInvalid, MaxObjectBytes)
 	}
-	b := grow(e.buf, maxAppendHeader+wire)
-	b = appendAppendHeader(b, in, flags, n, metered, wire)
-	recStart := len(b)
-	written := 0
+	e.buf = grow(e.buf, size+TrailerSize) // and Finish's trailer, which then copies nothing
+	b := e.buf[:len(e.buf)+size]          // the append's room, exactly
+	o := h.put(b, len(e.buf))
+	recStart, written := o, 0
 	for i := range recs {
 		var m int
-		b, m = appendFrame(b, &recs[i])
+		var ok bool
+		if o, m, ok = putFrame(b, o, &recs[i]); !ok {
+			return errChanged(o-recStart, h.wire)
+		}
 		written += m
 	}
-	if len(b)-recStart != wire || written != metered {
-		return errChanged(len(b)-recStart, wire)
+	if o != len(b) || written != h.metered {
+		return errChanged(o-recStart, h.wire)
 	}
 	e.buf = b
-	e.metered += metered
-	e.records += n
+	e.metered += h.metered
+	e.records += h.n
 	return nil
 }
 
-// maxAppendHeader is the longest append header: the fixed part, match_seq_num and a fencing
-// token of the longest length.
-const maxAppendHeader = appendHeaderSize + 8 + 1 + MaxFencingTokenLen
+// appendHead is an append's header: flags, record count, metered and frame totals, then the
+// condition fields the flags announce.
+type appendHead struct {
+	flags   byte
+	n       int
+	metered int
+	wire    int // bytes of the record frames
+	seq     uint64
+	token   string
+}
 
-// appendAppendHeader appends an append's header: flags, record count, metered and frame
-// totals, then the condition fields the flags announce.
-func appendAppendHeader(b []byte, in *AppendInput, flags byte, n, metered, wire int) []byte {
-	b = append(b, flags)
-	b = binary.BigEndian.AppendUint16(b, uint16(n))
-	b = binary.BigEndian.AppendUint32(b, uint32(metered))
-	b = binary.BigEndian.AppendUint32(b, uint32(wire))
-	if in.MatchSeqNum != nil {
-		b = binary.BigEndian.AppendUint64(b, *in.MatchSeqNum)
+// size is the header's size in bytes.
+func (h *appendHead) size() int {
+	n := appendHeaderSize
+	if h.flags&appHasMatchSeqNum != 0 {
+		n += 8
 	}
-	if in.FencingToken != nil {
-		b = append(b, byte(len(*in.FencingToken)))
-		b = append(b, *in.FencingToken...)
+	if h.flags&appHasFencingToken != 0 {
+		n += 1 + len(h.token)
 	}
-	return b
+	return n
+}
+
+// put writes the header at b[o:] and returns the offset after it.
+func (h *appendHead) put(b []byte, o int) int {
+	b[o] = h.flags
+	binary.BigEndian.PutUint16(b[o+1:], uint16(h.n))
+	binary.BigEndian.PutUint32(b[o+3:], uint32(h.metered))
+	binary.BigEndian.PutUint32(b[o+7:], uint32(h.wire))
+	o += appendHeaderSize
+	if h.flags&appHasMatchSeqNum != 0 {
+		binary.BigEndian.PutUint64(b[o:], h.seq)
+		o += 8
+	}
+	if h.flags&appHasFencingToken != 0 {
+		b[o] = byte(len(h.token))
+		o += 1 + copy(b[o+1:], h.token)
+	}
+	return o
 }
 
 // errChanged is the error for an append whose records changed while Add was encoding them
 // (another goroutine wrote to them): the bytes written disagree with the sizes measured.
 func errChanged(written, sized int) error {
 	return fmt.Errorf("%w: records changed while being encoded (%d bytes written, %d sized)", ErrInvalid, written, sized)
-}
-
-// recordSize returns r's metered size, the size of its frame, and whether r is shaped as a
-// command record (it then still needs Validate). A metered size beyond the 3-byte field
-// (impossible in a valid append, which the caller checks) is sized as if it fitted.
-func recordSize(r *Record) (metered, wire int, cmd bool) {
-	metered = 8 + 2*len(r.Headers) + len(r.Body)
-	wire = lenSize(len(r.Headers)) + len(r.Body)
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		metered += len(h.Name) + len(h.Value)
-		wire += lenSize(len(h.Name)) + len(h.Name) + lenSize(len(h.Value)) + len(h.Value)
-		cmd = cmd || len(h.Name) == 0
-	}
-	wire += 1 + varlenSize(metered)
-	if r.HasTimestamp {
-		wire += 8
-	}
-	return metered, wire, cmd
-}
-
-// appendFrame appends r's frame and returns r's metered size. The size must fit in 3 bytes,
-// as the caller's check of the append's size guarantees (a larger one is written clamped).
-func appendFrame(b []byte, r *Record) ([]byte, int) {
-	m := 8 + 2*len(r.Headers) + len(r.Body)
-	cmd := false
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		m += len(h.Name) + len(h.Value)
-		cmd = cmd || len(h.Name) == 0
-	}
-	v := min(m, 1<<24-1)
-	magic, varlen := frameLead(v, cmd, r.HasTimestamp)
-	switch varlen {
-	case 1:
-		b = append(b, magic, byte(v))
-	case 2:
-		b = append(b, magic, byte(v>>8), byte(v))
-	default:
-		b = append(b, magic, byte(v>>16), byte(v>>8), byte(v))
-	}
-	if r.HasTimestamp {
-		b = binary.BigEndian.AppendUint64(b, r.Timestamp)
-	}
-	b = appendLen(b, len(r.Headers))
-	for i := range r.Headers {
-		h := &r.Headers[i]
-		b = appendLen(b, len(h.Name))
-		b = append(b, h.Name...)
-		b = appendLen(b, len(h.Value))
-		b = append(b, h.Value...)
-	}
-	return append(b, r.Body...), m
-}
-
-// frameLead returns a record frame's magic byte and the length of its metered-size field,
-// for the metered size m (at most 3 bytes' worth: larger values are sized as 3 bytes).
-func frameLead(m int, cmd, ts bool) (magic byte, varlen int) {
-	magic = recTypeEnvelope
-	if cmd {
-		magic = recTypeCommand
-	}
-	varlen = varlenSize(m)
-	magic |= byte(varlen-1) << recVarlenShift
-	if ts {
-		magic |= recHasTimestamp
-	}
-	return magic, varlen
-}
-
-// varlenSize is the size of the metered-size field for m: 1, 2 or 3 bytes.
-func varlenSize(m int) int {
-	switch {
-	case m < 1<<8:
-		return 1
-	case m < 1<<16:
-		return 2
-	}
-	return 3
-}
-
-// lenSize is the size of a length field for n: 2 bytes, or 6 with the escape.
-func lenSize(n int) int {
-	if n < lenEscape {
-		return 2
-	}
-	return 6
-}
-
-// appendLen appends n as 2 bytes, or as the escape 0xFFFF and 4 bytes when n >= 0xFFFF.
-func appendLen(b []byte, n int) []byte {
-	if n < lenEscape {
-		return append(b, byte(n>>8), byte(n))
-	}
-	return binary.BigEndian.AppendUint32(append(b, 0xFF, 0xFF), uint32(n))
 }
 
 // Finish returns the object's bytes, compressed if configured. They stay valid until Reset
