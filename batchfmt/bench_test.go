@@ -267,6 +267,32 @@ func BenchmarkEncodeFresh(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodeBatch encodes one producer-sized object, 32 MiB of 1 KiB records in
+// appends of 1 MiB, uncompressed, three ways: into a new encoder that grows as appends come
+// (fresh), into a new encoder grown to the object's size first (grown, as the producer does
+// from its last batch's size), and into a reused encoder (reused).
+func BenchmarkEncodeBatch(b *testing.B) {
+	ins, nrec, nbytes := benchAppends(1<<10, 32<<20)
+	size := len(encodeAll(b, NewEncoder(CompressionNone), ins))
+	run := func(name string, enc func() *Encoder) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(nbytes))
+			for b.Loop() {
+				encodeAll(b, enc(), ins)
+			}
+			reportRecords(b, nrec)
+		})
+	}
+	run("fresh", func() *Encoder { return NewEncoder(CompressionNone) })
+	run("grown", func() *Encoder {
+		e := NewEncoder(CompressionNone)
+		e.Grow(size)
+		return e
+	})
+	reused := NewEncoder(CompressionNone)
+	run("reused", func() *Encoder { return reused })
+}
+
 func BenchmarkDecode(b *testing.B) {
 	for _, size := range benchBodySizes {
 		ins, nrec, nbytes := benchAppends(size, 1<<20)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"slices"
 )
 
 // crcTable is the CRC-32C (Castagnoli) table; hash/crc32 uses the CPU's CRC32 instruction
@@ -63,6 +62,18 @@ func (e *Encoder) MeteredBytes() int { return e.metered }
 // EncodedSize returns the uncompressed size of the object so far, header and trailer
 // included: the figure to compare with a flush threshold.
 func (e *Encoder) EncodedSize() int { return len(e.buf) + TrailerSize }
+
+// Grow makes room for n more bytes of payload, so that appends filling them are written
+// without the buffer growing (each growth copies everything encoded so far). A producer that
+// knows about how large its object will get calls it once, before the first Add.
+func (e *Encoder) Grow(n int) {
+	if cap(e.buf)-len(e.buf) < n {
+		e.buf = realloc(e.buf, len(e.buf)+n)
+	}
+}
+
+// Cap returns how many bytes the encoder's buffers hold: what keeping it for reuse costs.
+func (e *Encoder) Cap() int { return cap(e.buf) + cap(e.out) }
 
 // Err returns the first error met by Add (an invalid append), or nil.
 func (e *Encoder) Err() error { return e.err }
@@ -247,5 +258,13 @@ func grow(b []byte, n int) []byte {
 	if cap(b) >= 1<<20 {
 		c = cap(b) + cap(b)/4
 	}
-	return slices.Grow(b, max(c, len(b)+n)-len(b))
+	return realloc(b, max(c, len(b)+n))
+}
+
+// realloc returns a copy of b with capacity c (at least len(b)). It copies b's bytes only,
+// where slices.Grow copies all of b's capacity: a reused encoder's is mostly stale bytes.
+func realloc(b []byte, c int) []byte {
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }

@@ -612,3 +612,29 @@ func checkObjectCRC(t *testing.T, e *Encoder, ins []AppendInput) {
 	}
 	checkBatch(t, b, ins, nil)
 }
+
+// TestEncoderGrow: an encoder grown first encodes the same object, and keeps its buffer.
+func TestEncoderGrow(t *testing.T) {
+	r := rand.New(rand.NewPCG(testSeed(t), 4))
+	ins := make([]AppendInput, 20)
+	for i := range ins {
+		ins[i] = randAppend(r, false)
+	}
+	want := encode(t, CompressionNone, ins)
+	e := NewEncoder(CompressionNone)
+	e.Grow(len(want))
+	c := e.Cap()
+	for i := range ins {
+		e.Add(&ins[i])
+	}
+	got, err := e.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("a grown encoder encoded another object")
+	}
+	if e.Cap() != c {
+		t.Fatalf("buffer of %d bytes grew to %d for an object of %d", c, e.Cap(), len(want))
+	}
+}
