@@ -159,14 +159,7 @@ func (p *Producer) admitLocked(o appendOptions) error {
 func (p *Producer) addLocked(in *batchfmt.AppendInput, t *Ticket, preWait time.Duration) error {
 	b := p.open
 	if b == nil {
-		var enc *batchfmt.Encoder
-		if n := len(p.freeEnc); n > 0 {
-			enc, p.freeEnc = p.freeEnc[n-1], p.freeEnc[:n-1]
-			enc.Reset()
-		} else {
-			enc = batchfmt.NewEncoder(p.cfg.BatchCompression)
-		}
-		b = &batch{num: p.nextNum, state: stateOpen, enc: enc, opened: time.Now()}
+		b = &batch{num: p.nextNum, state: stateOpen, enc: p.encoderLocked(), opened: time.Now()}
 		p.nextNum++
 		p.open = b
 		p.kick.wake(p.kick.linger)

@@ -42,15 +42,16 @@ type Producer struct {
 	// commitErr is the last manifest read or write error, nil after a success: the cause a
 	// delivery timeout names.
 	commitErr error
-	// freeEnc keeps up to maxFreeEncoders encoders of committed batches for reuse: growing a
-	// fresh buffer to a batch's size costs more than encoding into a warm one.
-	freeEnc []*batchfmt.Encoder
+	// freeEnc keeps encoders of committed batches for reuse, freeBytes of buffers in all
+	// (see recycleLocked): a fresh buffer of a batch's size costs more than a warm one.
+	freeEnc   []*batchfmt.Encoder
+	freeBytes int64
+	// lastSize is the encoded size of the last sealed batch: what a new batch is sized for.
+	lastSize int
 
 	c   commitState // the commit goroutine's own state
 	sub submitter
 }
-
-const maxFreeEncoders = 2
 
 // kicks wake the producer's goroutines; each holds at most the kicks it can act on.
 type kicks struct {
@@ -263,7 +264,7 @@ func (p *Producer) Close(ctx context.Context) error {
 		}
 		p.resolveLocked(b, nil, Position{}, e)
 	}
-	p.pending, p.toUpload, p.freeEnc = nil, nil, nil
+	p.pending, p.toUpload, p.freeEnc, p.freeBytes = nil, nil, nil, 0
 	p.mu.Unlock()
 	p.sub.abort(ErrAborted)
 	p.m.unregister(p.cfg.Registerer)
@@ -278,6 +279,7 @@ func (p *Producer) sealLocked() {
 	}
 	p.open = nil
 	b.to(stateSealed)
+	p.lastSize = b.enc.EncodedSize()
 	b.arrivalMs = uint64(max(p.cfg.Now().UnixMilli(), 0))
 	p.pending = append(p.pending, b)
 	p.toUpload = append(p.toUpload, b)

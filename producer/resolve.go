@@ -46,15 +46,6 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 	p.progress = make(chan struct{})
 }
 
-// recycleLocked keeps a committed batch's encoder for reuse. Only the committer calls it,
-// for batches it resolved from a manifest: no uploader holds their bytes any more.
-func (p *Producer) recycleLocked(b *batch) {
-	if b.enc != nil && len(p.freeEnc) < maxFreeEncoders && !p.closing {
-		p.freeEnc = append(p.freeEnc, b.enc)
-	}
-	b.enc, b.data = nil, nil
-}
-
 // failAllLocked makes err the producer's failure: it refuses new appends, and every pending
 // ticket fails with err (joined with ErrOutcomeUnknown where a write holding it was sent). Only the committer calls it, when no write of it is in flight.
 func (p *Producer) failAllLocked(err error) {
