@@ -123,6 +123,7 @@ type Batcher struct {
 	nextSeq *uint64
 
 	cur   []Record
+	last  int // the length of the last batch taken: what the next is sized for
 	bytes int
 	first time.Time
 }
@@ -191,7 +192,9 @@ func (b *Batcher) Add(rec Record) ([]AppendInput, error) {
 	if len(b.cur) == 0 {
 		b.first = now
 		if b.cur == nil {
-			b.cur = make([]Record, 0, min(b.cfg.MaxBatchRecords, 64))
+			// As long as the last batch: a full one at full speed, so that the slice does
+			// not grow (and copy) its way there.
+			b.cur = make([]Record, 0, min(b.cfg.MaxBatchRecords, max(b.last, 64)))
 		}
 	}
 	b.cur = append(b.cur, rec)
@@ -230,6 +233,7 @@ func (b *Batcher) take() AppendInput {
 		in.MatchSeqNum = &s
 		*b.nextSeq += uint64(len(b.cur))
 	}
+	b.last = len(b.cur)
 	b.cur = nil
 	b.bytes = 0
 	b.first = time.Time{}
