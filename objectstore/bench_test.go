@@ -118,3 +118,27 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadAll reads an object whole with ReadAll, from the file store; B/op shows what
+// it allocates beside the object's own bytes.
+func BenchmarkReadAll(b *testing.B) {
+	ctx := context.Background()
+	for _, size := range benchSizes {
+		data := benchData(size)
+		b.Run(fmt.Sprintf("file/%dMiB", size>>20), func(b *testing.B) {
+			s := storetest.File(b)
+			defer s.Close()
+			if _, err := objectstore.PutBytes(ctx, s, "bench/get", data, objectstore.Unconditional()); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				got, _, err := objectstore.ReadAll(ctx, s, "bench/get")
+				if err != nil || len(got) != size {
+					b.Fatalf("read %d bytes: %v", len(got), err)
+				}
+			}
+		})
+	}
+}

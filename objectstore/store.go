@@ -170,7 +170,9 @@ func ReadAll(ctx context.Context, s Store, key string) ([]byte, ObjectInfo, erro
 	}
 	defer obj.Body.Close()
 	var buf bytes.Buffer
-	buf.Grow(int(max(obj.Size, 0)))
+	// ReadFrom wants MinRead bytes free before each read, the one that finds the end too:
+	// without them it would double the buffer, copying the object, once it held it all.
+	buf.Grow(int(max(obj.Size, 0)) + bytes.MinRead)
 	if _, err := buf.ReadFrom(obj.Body); err != nil {
 		return nil, ObjectInfo{}, NewOpError("get", key, nil, err)
 	}
