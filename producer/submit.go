@@ -19,7 +19,7 @@ type RecordAck struct {
 
 // RecordTicket resolves when the record's batch has resolved.
 type RecordTicket struct {
-	ready chan struct{}
+	ready chan struct{} // closed once the fields below are set; shared (see submitter.ready)
 	t     *Ticket
 	index int
 	err   error
@@ -51,6 +51,11 @@ type submitter struct {
 	b       *batchfmt.Batcher
 	waiting []*RecordTicket // records in the batcher, in order
 	kick    chan struct{}
+	// ready is the channel of the last records added, those of the open client-side batch
+	// accepted in one epoch: they resolve together, so they share it rather than each
+	// allocate its own. Tickets that share a channel are adjacent in waiting.
+	ready chan struct{}
+	epoch uint64
 }
 
 func (s *submitter) init(p *Producer, cfg batchfmt.BatchingConfig) error {
@@ -104,11 +109,18 @@ func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTick
 	p.mu.Lock()
 	epoch := p.expiries
 	p.mu.Unlock()
+	before := s.b.Len()
 	out, err := s.b.Add(rec)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	rt := &RecordTicket{ready: make(chan struct{}), epoch: epoch}
+	// rec joined the open batch unless there was none or Add completed it first (out[0]
+	// then holds only the records before rec).
+	joined := before > 0 && (len(out) == 0 || len(out[0].Records) == before+1)
+	if !joined || epoch != s.epoch {
+		s.ready, s.epoch = make(chan struct{}), epoch
+	}
+	rt := &RecordTicket{ready: s.ready, epoch: epoch}
 	s.waiting = append(s.waiting, rt)
 	for _, in := range out {
 		s.emitLocked(p.ctx, in, false)
@@ -140,8 +152,8 @@ func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, dra
 	}
 	for _, rt := range s.waiting[:stale] {
 		rt.err = errSubmittedBeforeExpiry
-		close(rt.ready)
 	}
+	wake(s.waiting[:stale])
 	if stale < n {
 		in.Records = in.Records[stale:]
 		// append checks cur again once it has buffer space: an expiry while it waits fails
@@ -149,10 +161,20 @@ func (s *submitter) emitLocked(ctx context.Context, in batchfmt.AppendInput, dra
 		t, err := s.p.append(ctx, in, appendOptions{draining: draining, epoch: &cur})
 		for i, rt := range s.waiting[stale:n] {
 			rt.t, rt.index, rt.err = t, i, err
+		}
+		wake(s.waiting[stale:n])
+	}
+	s.waiting = s.waiting[n:]
+}
+
+// wake closes the channels of ts, whose outcomes are set. Tickets that share a channel are
+// adjacent, and ts holds all of them (they are of one batch and one epoch).
+func wake(ts []*RecordTicket) {
+	for i, rt := range ts {
+		if i == 0 || rt.ready != ts[i-1].ready {
 			close(rt.ready)
 		}
 	}
-	s.waiting = s.waiting[n:]
 }
 
 // loop appends batches whose linger has passed.
@@ -193,7 +215,7 @@ func (s *submitter) abort(err error) {
 	s.b.Flush()
 	for _, rt := range s.waiting {
 		rt.err = err
-		close(rt.ready)
 	}
+	wake(s.waiting)
 	s.waiting = nil
 }
