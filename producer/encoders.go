@@ -3,9 +3,9 @@ package producer
 import "github.com/sluice-dev/sluice/batchfmt"
 
 // encoderLocked returns an empty encoder for a new batch, a recycled one if there is one,
-// with room for a batch as large as the last one sealed and an eighth more. A batch's
-// buffer then does not grow while it fills: growing from 64 KiB to the tens of MiB that
-// FlushInterval gathers at full speed copies the batch some four times over.
+// with room for a batch of the recent peak size and an eighth more. A batch's buffer then
+// seldom grows while it fills: growing from 64 KiB to the tens of MiB that FlushInterval
+// gathers at full speed copies the batch some four times over.
 func (p *Producer) encoderLocked() *batchfmt.Encoder {
 	var enc *batchfmt.Encoder
 	if n := len(p.freeEnc); n > 0 {
@@ -15,7 +15,7 @@ func (p *Producer) encoderLocked() *batchfmt.Encoder {
 	} else {
 		enc = batchfmt.NewEncoder(p.cfg.BatchCompression)
 	}
-	enc.Grow(p.lastSize + p.lastSize/8)
+	enc.Grow(p.batchSize + p.batchSize/8)
 	return enc
 }
 

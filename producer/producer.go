@@ -46,8 +46,9 @@ type Producer struct {
 	// (see recycleLocked): a fresh buffer of a batch's size costs more than a warm one.
 	freeEnc   []*batchfmt.Encoder
 	freeBytes int64
-	// lastSize is the encoded size of the last sealed batch: what a new batch is sized for.
-	lastSize int
+	// batchSize is the recent peak of sealed batches' encoded sizes, what a new batch is
+	// sized for: the largest since, less an eighth per batch sealed after it.
+	batchSize int
 
 	c   commitState // the commit goroutine's own state
 	sub submitter
@@ -279,7 +280,7 @@ func (p *Producer) sealLocked() {
 	}
 	p.open = nil
 	b.to(stateSealed)
-	p.lastSize = b.enc.EncodedSize()
+	p.batchSize = max(b.enc.EncodedSize(), p.batchSize-p.batchSize/8)
 	b.arrivalMs = uint64(max(p.cfg.Now().UnixMilli(), 0))
 	p.pending = append(p.pending, b)
 	p.toUpload = append(p.toUpload, b)
