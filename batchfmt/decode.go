@@ -38,7 +38,7 @@ type Batch struct {
 // storage or transit) can fail there. Batch.Validate checks every record at once, for a
 // caller that wants all or nothing.
 func Decode(data []byte) (*Batch, error) {
-	return decode(data, nil)
+	return decode(data, nil, nil)
 }
 
 // Decoder decodes objects reusing one decompression buffer: the Batch it returns is valid
@@ -50,11 +50,13 @@ type Decoder struct {
 
 // Decode is like the package's Decode, but decompresses into the decoder's buffer.
 func (d *Decoder) Decode(data []byte) (*Batch, error) {
-	b, err := decode(data, &d.buf)
+	b, err := decode(data, &d.buf, nil)
 	return b, err
 }
 
-func decode(data []byte, scratch *[]byte) (*Batch, error) {
+// decode decodes data; sum, if not nil, is the CRC32C of all of data but its trailer,
+// computed as it was read (see ObjectBuffer).
+func decode(data []byte, scratch *[]byte, sum *uint32) (*Batch, error) {
 	if len(data) < HeaderSize+TrailerSize {
 		return nil, corrupt(0, "object of %d bytes is shorter than header and trailer (%d)", len(data), HeaderSize+TrailerSize)
 	}
@@ -92,9 +94,14 @@ func decode(data []byte, scratch *[]byte) (*Batch, error) {
 	if nRecords < nAppends || uint64(nRecords)*4 > uint64(rawLen) || uint64(nRecords) > uint64(nAppends)*MaxAppendRecords {
 		return nil, corrupt(12, "record count %d is impossible for %d appends in %d payload bytes", nRecords, nAppends, rawLen)
 	}
-	body := data[:len(data)-TrailerSize]
 	want := binary.BigEndian.Uint32(data[len(data)-TrailerSize:])
-	if got := crc32.Checksum(body, crcTable); got != want {
+	var got uint32
+	if sum != nil {
+		got = *sum
+	} else {
+		got = crc32.Checksum(data[:len(data)-TrailerSize], crcTable)
+	}
+	if got != want {
 		return nil, corrupt(len(data)-TrailerSize, "CRC32C mismatch: stored %08x, computed %08x", want, got)
 	}
 	payload := data[HeaderSize : HeaderSize+int(storedLen)]
