@@ -521,13 +521,16 @@ func (s *Session) start(e manifest.Entry) {
 func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.Batch, error) {
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
-		data, _, err := objectstore.ReadAll(ctx, r.store, e.Key)
+		// Sized by the manifest (bounded by the largest valid object): checkObject refuses an
+		// object of another size anyway.
+		buf := batchfmt.NewObjectBuffer(int(min(e.ObjectBytes, maxObjectSize)))
+		_, err := objectstore.ReadInto(ctx, r.store, e.Key, buf)
 		r.m.fetchLatency.Observe(time.Since(t0).Seconds())
 		switch {
 		case err == nil:
 			r.m.fetches.Inc()
-			r.m.fetchBytes.Add(float64(len(data)))
-			b, err := checkObject(e, data)
+			r.m.fetchBytes.Add(float64(len(buf.Bytes())))
+			b, err := checkObject(e, buf)
 			if err != nil {
 				r.m.fetchErrors.WithLabelValues("corrupt").Inc()
 				return nil, err
@@ -556,12 +559,15 @@ func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.
 	}
 }
 
+// maxObjectSize is the size of the largest valid batch object.
+const maxObjectSize = batchfmt.HeaderSize + batchfmt.MaxObjectBytes + batchfmt.TrailerSize
+
 // checkObject decodes an object and checks it against its entry.
-func checkObject(e *manifest.Entry, data []byte) (*batchfmt.Batch, error) {
-	if uint64(len(data)) != e.ObjectBytes {
-		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object is %d bytes, the manifest says %d", len(data), e.ObjectBytes))
+func checkObject(e *manifest.Entry, obj *batchfmt.ObjectBuffer) (*batchfmt.Batch, error) {
+	if n := len(obj.Bytes()); uint64(n) != e.ObjectBytes {
+		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object is %d bytes, the manifest says %d", n, e.ObjectBytes))
 	}
-	b, err := batchfmt.Decode(data)
+	b, err := obj.Decode()
 	if err != nil {
 		return nil, objectErr(e, ErrCorrupt, err)
 	}

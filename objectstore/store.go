@@ -179,6 +179,20 @@ func ReadAll(ctx context.Context, s Store, key string) ([]byte, ObjectInfo, erro
 	return buf.Bytes(), obj.ObjectInfo, nil
 }
 
+// ReadInto reads the object at key into dst, with dst.ReadFrom: for a caller that sizes
+// its buffer itself, or handles the bytes as they arrive.
+func ReadInto(ctx context.Context, s Store, key string, dst io.ReaderFrom) (ObjectInfo, error) {
+	obj, err := s.Get(ctx, key, GetOptions{})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	defer obj.Body.Close()
+	if _, err := dst.ReadFrom(obj.Body); err != nil {
+		return ObjectInfo{}, NewOpError("get", key, nil, err)
+	}
+	return obj.ObjectInfo, nil
+}
+
 // PutBytes writes b under key.
 func PutBytes(ctx context.Context, s Store, key string, b []byte, cond PutCondition) (ObjectInfo, error) {
 	return s.Put(ctx, key, bytes.NewReader(b), int64(len(b)), cond)
