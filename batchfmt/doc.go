@@ -98,11 +98,15 @@
 // # Encoding and decoding
 //
 // Encoder.Add validates each append as AppendInput.Validate does, sizing every record, then
-// writes the append header and the record frames into one buffer (no allocation per record);
-// nothing of a refused append is kept. Finish writes the header, compresses if configured
-// and appends the CRC32C (hash/crc32's Castagnoli table, which uses the CPU's CRC32
-// instruction where there is one). Decode returns a Batch that aliases its input when stored
-// uncompressed; a Decoder reuses its decompression buffer across objects. zstd uses one
+// reserves the append's room in one buffer and writes the append header and the record
+// frames into it by offset (no allocation per record); nothing of a refused append is kept.
+// Encoder.Grow reserves an object's expected size up front, so that the buffer does not grow
+// (and copy itself) while it fills. Finish writes the header, compresses if configured and
+// appends the CRC32C (hash/crc32's Castagnoli table, which uses the CPU's CRC32 instruction
+// where there is one). Decode returns a Batch that aliases its input when stored
+// uncompressed; a Decoder reuses its decompression buffer across objects. An ObjectBuffer
+// reads an object and decodes it as Decode does, checksumming the bytes as they arrive,
+// while they are still in the CPU's caches, rather than in a second pass over the object. zstd uses one
 // process-wide encoder and decoder (see zstd.go), at level SpeedFastest.
 //
 // Limits: a record's metered size fits the seeds' 3-byte metered-size field (an append is
@@ -115,7 +119,9 @@
 // about 1 MiB, for bodies of 100 B, 1 KiB and 64 KiB: a plain copy of the same bytes when
 // uncompressed, zstd's EncodeAll or DecodeAll of the same payload with zstd. BenchmarkRatio
 // interleaves operation and baseline and reports their ratio; BenchmarkEncodeFresh encodes
-// input the last runs did not read; BenchmarkIterate and BenchmarkCRC32C time the parts.
+// input the last runs did not read; BenchmarkEncodeBatch encodes a producer-sized object
+// (32 MiB) into a new, a grown and a reused encoder; BenchmarkIterate and BenchmarkCRC32C
+// time the parts.
 // Encoding runs on two layouts of the same records: heap (each body, header slice, name and
 // value an allocation of its own) and wire (slices of one request buffer, the daemon's path).
 //
