@@ -46,7 +46,8 @@ type Config struct {
 	BatchCompression batchfmt.Compression
 
 	// MaxInFlightBytes bounds the metered bytes accepted but not yet acknowledged; Append
-	// blocks beyond it. Default 256 MiB; at least batchfmt.MaxAppendBytes.
+	// blocks beyond it. It also bounds the buffers of committed batches the producer keeps
+	// to encode new ones into. Default 256 MiB; at least batchfmt.MaxAppendBytes.
 	MaxInFlightBytes int64
 	// UploadConcurrency is the number of batch uploads that may run at once. Default 4.
 	UploadConcurrency int
