@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,9 @@ func newCLI(t *testing.T, b backend) *cli {
 // run runs sluice with the backend's store flags after args.
 func (c *cli) run(stdin string, args ...string) result {
 	c.t.Helper()
+	if i := slices.Index(args, "--"); i >= 0 { // the backend's flags go before the operands
+		return sluice(c.t, c.dir, stdin, c.env, slices.Concat(args[:i], c.b.args, args[i:])...)
+	}
 	return sluice(c.t, c.dir, stdin, c.env, append(args, c.b.args...)...)
 }
 
