@@ -102,7 +102,10 @@ func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration)
 		cmd := exec.Command(exe, "-test.run=^TestProducerProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "SLUICE_BENCH_CHILD=1", "SLUICE_BENCH_STORE="+storeURL, "SLUICE_BENCH_COMMITTER="+srv.URL,
 			"SLUICE_BENCH_RATE="+strconv.FormatFloat(float64(rate)/float64(n), 'f', -1, 64),
-			"SLUICE_BENCH_START="+strconv.FormatInt(start.UnixNano(), 10), "SLUICE_BENCH_DUR="+dur.String(),
+			// Each process starts at its own phase of the flush interval, as producers on
+			// separate machines would; started in lockstep, they would flush in lockstep.
+			"SLUICE_BENCH_START="+strconv.FormatInt(start.Add(producer.DefaultConfig().FlushInterval*time.Duration(i)/time.Duration(n)).UnixNano(), 10),
+			"SLUICE_BENCH_DUR="+dur.String(),
 			"SLUICE_BENCH_RTT="+rtt.String(), "SLUICE_BENCH_OUT="+filepath.Join(dir, fmt.Sprintf("lat-%d.json", i)))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
