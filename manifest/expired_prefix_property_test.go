@@ -47,7 +47,7 @@ func TestExpiredPrefixNeverPassesAYoungRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := Seal(ctx, store, "ingest/manifest", s); err != nil {
+		if err := seal(ctx, store, "ingest/manifest", s); err != nil {
 			t.Fatal(err)
 		}
 		// seq -> arrival of every record, from a full walk.

@@ -7,7 +7,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// sealFirst replaces the first entry of s by a level-0 segment reference covering it, as Seal
+// sealFirst replaces the first entry of s by a level-0 segment reference covering it, as seal
 // would (no object is written: the retention primitives only look at the reference).
 func sealFirst(s *State) {
 	e := s.Entries[0]
@@ -78,7 +78,7 @@ func TestRetentionAgeKeepsAPartlyExpiredSegment(t *testing.T) {
 		t.Fatalf("unsealed: dropped %d entries, readable from %d; want 1 and 3", n, unsealed.ReadableStart())
 	}
 
-	// The first two entries in one segment, as Seal would group them.
+	// The first two entries in one segment, as seal would group them.
 	sealed := retState(t, cfg, sizes, arrivals)
 	e0, e1 := sealed.Entries[0], sealed.Entries[1]
 	sealed.Segments = []SegmentRef{{Key: "ingest/manifest.seg/x", FirstSeq: e0.FirstSeq, EndSeq: e1.EndSeq(),
@@ -116,7 +116,7 @@ func TestExpiredPrefix(t *testing.T) {
 		if mod != nil {
 			mod(st)
 		}
-		if err := Seal(ctx, store, "ingest/manifest", st); err != nil {
+		if err := seal(ctx, store, "ingest/manifest", st); err != nil {
 			t.Fatal(err)
 		}
 		return st
@@ -166,7 +166,7 @@ func TestExpiredPrefix(t *testing.T) {
 		t.Fatalf("at 50 s: %d, want 0", got)
 	}
 	inf := retState(t, DefaultConfig(), sizes[:SealEntries*3], arrivals[:SealEntries*3])
-	if err := Seal(ctx, store, "ingest/manifest", inf); err != nil {
+	if err := seal(ctx, store, "ingest/manifest", inf); err != nil {
 		t.Fatal(err)
 	}
 	if len(inf.Segments) == 0 {

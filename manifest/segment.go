@@ -33,10 +33,10 @@ func segmentKey(manifestPath string, st *State, level uint8, firstSeq uint64) (s
 	return fmt.Sprintf("%s%x-%020d-%d-%x", SegmentPrefix(manifestPath), st.Generation[:4], firstSeq, level, r), nil
 }
 
-// Seal moves old entries of st into segment objects while st exceeds the bounds, writing each
+// seal moves old entries of st into segment objects while st exceeds the bounds, writing each
 // segment create-only under SegmentPrefix(manifestPath). Write calls it; a segment written for
 // a write that then loses its conditional put is unreferenced and left to the collector.
-func Seal(ctx context.Context, store objectstore.Store, manifestPath string, st *State) error {
+func seal(ctx context.Context, store objectstore.Store, manifestPath string, st *State) error {
 	for len(st.Entries) > MaxRecentEntries {
 		seg := &Segment{Level: 0, Generation: st.Generation, Entries: st.Entries[:SealEntries]}
 		ref, err := putSegment(ctx, store, manifestPath, st, seg)

@@ -202,7 +202,7 @@ func (m *Handle) Write(ctx context.Context, st *State, base string) (*WriteResul
 	if base == "" {
 		return nil, fmt.Errorf("manifest: write %s: empty base version", path)
 	}
-	if err := Seal(ctx, store, path, st); err != nil {
+	if err := seal(ctx, store, path, st); err != nil {
 		return nil, err
 	}
 	nonce, err := stamp(st)
