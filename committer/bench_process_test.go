@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,18 +81,9 @@ func runProcesses(b *testing.B, exe string, n, rate int, rtt, dur time.Duration)
 		b.Fatal(err)
 	}
 	cfg := committer.DefaultConfig()
-	srv := httptest.NewUnstartedServer(nil)
 	reg := prometheus.NewRegistry()
-	cfg.Store, cfg.ID, cfg.URL, cfg.Registerer = &delayStore{Store: inner, rtt: rtt}, "bench", "http://"+srv.Listener.Addr().String(), reg
-	c, err := committer.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(committer.Path, c.Handler())
-	srv.Config.Handler = mux
-	srv.Start()
-	defer func() { srv.Close(); c.Close(ctx) }()
+	cfg.Store, cfg.ID, cfg.Registerer = &delayStore{Store: inner, rtt: rtt}, "bench", reg
+	_, srv := serveCommitter(b, cfg, nil)
 
 	start := time.Now().Add(time.Second + time.Duration(n)*50*time.Millisecond) // all started by then
 	cmds := make([]*exec.Cmd, n)

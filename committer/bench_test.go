@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -131,17 +129,8 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 	url := ""
 	if viaCommitter {
 		cfg := committer.DefaultConfig()
-		srv := httptest.NewUnstartedServer(nil)
-		cfg.Store, cfg.ID, cfg.URL = store, "bench", "http://"+srv.Listener.Addr().String()
-		c, err := committer.New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle(committer.Path, c.Handler())
-		srv.Config.Handler = mux
-		srv.Start()
-		defer func() { srv.Close(); c.Close(ctx) }()
+		cfg.Store, cfg.ID = store, "bench"
+		_, srv := serveCommitter(b, cfg, nil)
 		url = srv.URL
 	}
 	gctx, stopGroups := context.WithCancel(ctx)

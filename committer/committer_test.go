@@ -27,11 +27,20 @@ const path = "s/manifest"
 // server runs a committer over store, served over HTTP; wrap, if set, wraps its handler.
 func server(t *testing.T, store objectstore.Store, id string, wrap func(http.Handler) http.Handler) (*committer.Committer, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
 	reg := prometheus.NewRegistry()
 	cfg := committer.DefaultConfig()
-	cfg.Store, cfg.ID, cfg.URL, cfg.Registerer = store, id, "http://"+srv.Listener.Addr().String(), reg
+	cfg.Store, cfg.ID, cfg.Registerer = store, id, reg
 	cfg.Backoff = manifest.Backoff{Initial: 100 * time.Microsecond, Max: 5 * time.Millisecond, Multiplier: 2}
+	c, srv := serveCommitter(t, cfg, wrap)
+	return c, srv, reg
+}
+
+// serveCommitter runs a committer of cfg (its URL set to the server's) over HTTP until the
+// test ends; wrap, if set, wraps its handler.
+func serveCommitter(t testing.TB, cfg committer.Config, wrap func(http.Handler) http.Handler) (*committer.Committer, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.URL = "http://" + srv.Listener.Addr().String()
 	c, err := committer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +57,7 @@ func server(t *testing.T, store objectstore.Store, id string, wrap func(http.Han
 		srv.Close()
 		c.Close(context.Background())
 	})
-	return c, srv, reg
+	return c, srv
 }
 
 func producerConfig(store objectstore.Store, committerURL string) producer.Config {
@@ -336,13 +345,23 @@ func TestRoleHeldSendsToTheHolder(t *testing.T) {
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return metricValue(t, reg, name)
+}
+
+// metricValue is the value of the counter or gauge name (its first series).
+func metricValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			m := mf.GetMetric()[0]
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("no metric %s", name)

@@ -3,8 +3,6 @@ package committer_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -21,19 +19,11 @@ func TestAnswersRenewTheWritersRole(t *testing.T) {
 	ctx := context.Background()
 	store := newStream(t)
 	reg := prometheus.NewRegistry()
-	srv := httptest.NewUnstartedServer(nil)
 	cfg := committer.DefaultConfig()
-	cfg.Store, cfg.ID, cfg.URL, cfg.Registerer = store, "c1", "http://"+srv.Listener.Addr().String(), reg
+	cfg.Store, cfg.ID, cfg.Registerer = store, "c1", reg
 	cfg.Lease, cfg.IdleTimeout = 200*time.Millisecond, time.Second
-	c, err := committer.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(committer.Path, c.Handler())
-	srv.Config.Handler = mux
-	srv.Start()
-	defer func() { srv.Close(); c.Close(ctx) }()
+	_, srv := serveCommitter(t, cfg, nil)
+	cfg.URL = srv.URL
 
 	first := runProducers(t, "first", 1, 1, func(int) producer.Config { return producerConfig(store, cfg.URL) })
 	before := counter(t, reg, "sluice_committer_requests_total")
