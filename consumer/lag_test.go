@@ -82,20 +82,20 @@ func TestResetGroupFencesMember(t *testing.T) {
 	}
 	k := uint64(rng.IntN(int(n)))
 	info, created, err := ResetGroup(ctx, cfg, AtSeqNum(k), time.Now())
-	if err != nil || created || info.Checkpoint != k || info.Epoch != 2 || info.Lag.Records != n-k {
-		t.Fatalf("reset to %d: %+v created=%v err=%v", k, info, created, err)
+	if err != nil || created || info.Checkpoint != k || info.Epoch != a.Epoch()+1 || info.Lag.Records != n-k {
+		t.Fatalf("reset to %d: %+v created=%v err=%v, want one bump of the member's epoch %d", k, info, created, err, a.Epoch())
 	}
 	var fe *FencedError
 	if err := a.AckThrough(b.Records[len(b.Records)-1].SeqNum); err == nil {
 		err = a.Flush(ctx)
-		if !errors.As(err, &fe) {
-			t.Fatalf("ack of the reset group's old member: %v, want *FencedError", err)
+		if !errors.As(err, &fe) || fe.Epoch != a.Epoch() || fe.Current != info.Epoch {
+			t.Fatalf("ack of the reset group's old member: %v, want *FencedError by epoch %d", err, info.Epoch)
 		}
 	} else if !errors.As(err, &fe) {
 		t.Fatalf("ack of the reset group's old member: %v", err)
 	}
-	if g := groupState(t, f.store, "g"); g.Checkpoint != k || g.Epoch != 2 {
-		t.Fatalf("after the fenced ack: group %+v, want checkpoint %d epoch 2", g, k)
+	if g := groupState(t, f.store, "g"); g.Checkpoint != k || g.Epoch != info.Epoch {
+		t.Fatalf("after the fenced ack: group %+v, want checkpoint %d epoch %d", g, k, info.Epoch)
 	}
 	a.Close(ctx)
 	c := openGroup(t, cfg)
@@ -141,13 +141,12 @@ func TestResetGroupFencesMember(t *testing.T) {
 	}
 }
 
-// TestDeleteGroupFencesMember: deleting a group fences its member (Current 0); deleting it
-// again is ErrGroupNotFound. A member of a deleted group that a new member created again
-// with the same epoch cannot write its checkpoint into the new group.
-func TestDeleteGroupFencesMember(t *testing.T) {
+// memberOfDeletedGroup opens a member of group "g" on a stream of a few two-record objects,
+// has it acknowledge (and write) the first record of its first batch, and deletes the group.
+// It returns the member and that batch (at least two records).
+func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (Config, *Consumer, Batch) {
+	t.Helper()
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(seed(t), 28))
-	f := newFixture(t, objectstore.NewMemStore(), manifest.DefaultConfig(), batchfmt.CompressionNone)
 	for range 3 + rng.IntN(3) {
 		f.object([]batchfmt.Record{rec(baseTS, "a"), rec(baseTS+1, "b")})
 	}
@@ -163,32 +162,122 @@ func TestDeleteGroupFencesMember(t *testing.T) {
 	if err := a.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if g := groupState(t, f.store, "g"); g.Checkpoint != b.Records[0].SeqNum+1 || g.Epoch != a.Epoch() {
+		t.Fatalf("group before the delete: %+v", g)
+	}
 	if err := DeleteGroup(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	err = DeleteGroup(ctx, cfg)
+	return cfg, a, b
+}
+
+// ackFenced acknowledges seq as a member that must be fenced: Ack, or the Flush after it,
+// fails with *FencedError, which it returns.
+func ackFenced(t *testing.T, c *Consumer, seq uint64) *FencedError {
+	t.Helper()
+	err := c.Ack(seq)
+	if err == nil {
+		err = c.Flush(context.Background())
+	}
+	var fe *FencedError
+	if !errors.As(err, &fe) || fe.Group != c.group || fe.Epoch != c.Epoch() {
+		t.Fatalf("ack of seq_num %d by the member at epoch %d: %v, want *FencedError", seq, c.Epoch(), err)
+	}
+	return fe
+}
+
+// TestDeleteGroupFencesMember: deleting a group fences its member (Current 0) and the fencing
+// sticks; deleting it again is ErrGroupNotFound.
+func TestDeleteGroupFencesMember(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed(t), 28))
+	f := newFixture(t, objectstore.NewMemStore(), manifest.DefaultConfig(), batchfmt.CompressionNone)
+	cfg, a, b := memberOfDeletedGroup(t, f, rng)
+	err := DeleteGroup(ctx, cfg)
 	if !errors.Is(err, ErrGroupNotFound) || !errors.Is(err, manifest.ErrNoGroup) {
 		t.Fatalf("second delete: %v", err)
 	}
-	// A new member recreates the group at epoch 1, the old member's epoch.
-	c := openGroup(t, cfg)
-	if c.Epoch() != a.Epoch() {
-		t.Fatalf("epochs %d and %d: the test wants them equal", c.Epoch(), a.Epoch())
+	if fe := ackFenced(t, a, b.Records[1].SeqNum); fe.Current != 0 {
+		t.Fatalf("member of the deleted group: %v, want *FencedError (deleted)", fe)
+	}
+	snap, err := manifest.Open(f.store, f.path).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := snap.State.Groups["g"]; ok {
+		t.Fatalf("the deleted group's member brought it back: %+v", g)
 	}
 	var fe *FencedError
-	if err := a.Ack(b.Records[1].SeqNum); err == nil {
-		err = a.Flush(ctx)
-		if !errors.As(err, &fe) || fe.Current != 0 {
-			t.Fatalf("old member's ack into the recreated group: %v, want *FencedError (deleted)", err)
-		}
+	if err := a.Check(ctx); !errors.As(err, &fe) || fe.Current != 0 {
+		t.Fatalf("check after the fenced ack: %v", err)
 	}
-	if g := groupState(t, f.store, "g"); g.Checkpoint != 0 {
-		t.Fatalf("recreated group's checkpoint %d: the old member wrote into it", g.Checkpoint)
+	if err := a.Close(ctx); !errors.As(err, &fe) {
+		t.Fatalf("close after the fenced ack: %v", err)
 	}
-	a.Close(ctx)
-	c.Close(ctx)
 	if err := DeleteGroup(ctx, Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("delete without a group: %v", err)
+	}
+}
+
+// TestDeletedGroupMemberFencedAfterRecreate: a member of a deleted group stays fenced after a
+// new member creates the group again, whether it learnt of the delete before (its fencing
+// sticks) or not (its acknowledgement meets the new group, whose epoch is above its own): its
+// ack fails with *FencedError and the new group's checkpoint is untouched, so the new group
+// skips no record it never read. The new member is not disturbed.
+func TestDeletedGroupMemberFencedAfterRecreate(t *testing.T) {
+	for _, knew := range []bool{false, true} {
+		t.Run(fmt.Sprintf("knew=%v", knew), func(t *testing.T) {
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(seed(t), 30))
+			f := newFixture(t, objectstore.NewMemStore(), manifest.DefaultConfig(), batchfmt.CompressionNone)
+			cfg, a, b := memberOfDeletedGroup(t, f, rng)
+			defer a.Close(ctx)
+			if knew {
+				if fe := ackFenced(t, a, b.Records[1].SeqNum); fe.Current != 0 {
+					t.Fatalf("member of the deleted group: %v, want *FencedError (deleted)", fe)
+				}
+			}
+			c := openGroup(t, cfg)
+			defer c.Close(ctx)
+			if c.Epoch() <= a.Epoch() {
+				t.Fatalf("the re-created group's member has epoch %d, not above the deleted group's member's %d", c.Epoch(), a.Epoch())
+			}
+			if acked, _ := c.Checkpoint(); acked != 0 {
+				t.Fatalf("re-created group starts at %d, want 0", acked)
+			}
+			fe := ackFenced(t, a, b.Records[1].SeqNum)
+			if want := map[bool]uint64{false: c.Epoch(), true: 0}[knew]; fe.Current != want {
+				t.Fatalf("old member's ack into the re-created group: %v, want Current %d", fe, want)
+			}
+			if g := groupState(t, f.store, "g"); g.Checkpoint != 0 || g.Epoch != c.Epoch() {
+				t.Fatalf("re-created group %+v, want checkpoint 0 epoch %d: the old member wrote into it", g, c.Epoch())
+			}
+			var again *FencedError
+			if err := a.Ack(b.Records[1].SeqNum); !errors.As(err, &again) {
+				t.Fatalf("second ack of the old member: %v", err)
+			}
+			if _, err := a.Next(ctx); !errors.As(err, &again) {
+				t.Fatalf("next of the old member: %v", err)
+			}
+			if err := a.Check(ctx); !errors.As(err, &again) {
+				t.Fatalf("check of the old member: %v", err)
+			}
+
+			// The new member reads from 0 and writes its own checkpoint.
+			nb, err := c.Next(ctx)
+			if err != nil || len(nb.Records) == 0 || nb.Records[0].SeqNum != 0 {
+				t.Fatalf("new member's first batch: %+v %v", nb.Records, err)
+			}
+			if err := c.Ack(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if g := groupState(t, f.store, "g"); g.Checkpoint != 1 || g.Epoch != c.Epoch() {
+				t.Fatalf("re-created group after its member's ack: %+v", g)
+			}
+		})
 	}
 }
 

@@ -7,12 +7,17 @@ import (
 
 // OpenGroup creates the consumer group name if needed and bumps its epoch, returning the new
 // epoch: the caller becomes the group's one active member, and members with older epochs are
-// stale from the write on.
+// stale from the write on. A group it creates starts above every epoch the stream ever gave
+// (each epoch bump is a write, so none exceeds the write counter): a member of a deleted
+// group of the same name can never pass for a member of the new one.
 func (s *State) OpenGroup(name string) uint64 {
 	if s.Groups == nil {
 		s.Groups = map[string]Group{}
 	}
-	g := s.Groups[name]
+	g, ok := s.Groups[name]
+	if !ok {
+		g.Epoch = s.WriteCounter
+	}
 	g.Epoch++
 	s.Groups[name] = g
 	return g.Epoch
@@ -20,17 +25,8 @@ func (s *State) OpenGroup(name string) uint64 {
 
 // ResetGroup creates the consumer group name if needed, bumps its epoch as OpenGroup does
 // (fencing its active member) and sets its checkpoint to seq, backwards or forwards, kept
-// between the first readable record and the tail. A group it creates gets an epoch above any
-// epoch the stream ever gave (every epoch bump is a write, so none exceeds the write counter):
-// a member of a deleted group of the same name can never pass for its member. It returns the
-// new epoch and checkpoint.
+// between the first readable record and the tail. It returns the new epoch and checkpoint.
 func (s *State) ResetGroup(name string, seq uint64) (epoch, checkpoint uint64) {
-	if _, ok := s.Groups[name]; !ok {
-		if s.Groups == nil {
-			s.Groups = map[string]Group{}
-		}
-		s.Groups[name] = Group{Epoch: s.WriteCounter}
-	}
 	epoch = s.OpenGroup(name)
 	g := s.Groups[name]
 	g.Checkpoint = min(max(seq, s.ReadableStart()), s.Tail.SeqNum)

@@ -323,6 +323,17 @@ func TestUpdateConcurrentCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers, each = 8, 20
+	// The groups exist first: each worker's updates then bump its group's epoch from a known
+	// value, so a lost or doubled update shows in the final epoch.
+	start, err := Open(store, "m").Update(ctx, func(s *State) error {
+		for w := range workers {
+			s.OpenGroup(fmt.Sprintf("g%d", w))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -348,11 +359,12 @@ func TestUpdateConcurrentCheckpoints(t *testing.T) {
 	}
 	snap, _ := Open(store, "m").Load(ctx)
 	for w := range workers {
-		if g := snap.State.Groups[fmt.Sprintf("g%d", w)]; g.Epoch != each {
-			t.Fatalf("group %d epoch %d, want %d (lost or doubled update)", w, g.Epoch, each)
+		name := fmt.Sprintf("g%d", w)
+		if first, g := start.State.Groups[name].Epoch, snap.State.Groups[name]; g.Epoch != first+each {
+			t.Fatalf("group %d epoch %d, want %d+%d (lost or doubled update)", w, g.Epoch, first, each)
 		}
 	}
-	if snap.State.WriteCounter != workers*each+1 {
+	if snap.State.WriteCounter != workers*each+2 {
 		t.Fatalf("write counter %d", snap.State.WriteCounter)
 	}
 }
@@ -364,18 +376,30 @@ func TestUpdateOutcomeUnknownAppliesOnce(t *testing.T) {
 		if _, err := Open(mem, "m").Create(ctx, DefaultConfig(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
+		before := openGroup(t, mem, "g")
 		fs := &flakyPuts{Store: mem, key: "m", script: []bool{applied}}
 		snap, err := Open(fs, "m").Update(ctx, func(s *State) error { s.OpenGroup("g"); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := snap.State.Groups["g"]; g.Epoch != 1 {
-			t.Fatalf("applied=%v: epoch %d, want exactly one bump", applied, g.Epoch)
+		if g := snap.State.Groups["g"]; g.Epoch != before+1 {
+			t.Fatalf("applied=%v: epoch %d from %d, want exactly one bump", applied, g.Epoch, before)
 		}
 		if fs.unknowns != 1 {
 			t.Fatalf("injected %d unknown outcomes", fs.unknowns)
 		}
 	}
+}
+
+// openGroup opens group name of the manifest "m" in store with an Update of its own and
+// returns the group's epoch after it.
+func openGroup(t *testing.T, store objectstore.Store, name string) uint64 {
+	t.Helper()
+	snap, err := Open(store, "m").Update(context.Background(), func(s *State) error { s.OpenGroup(name); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.State.Groups[name].Epoch
 }
 
 type flakyPuts struct {

@@ -134,23 +134,23 @@ func TestGroupsAndPrune(t *testing.T) {
 	}
 	e1 := s.OpenGroup("a")
 	e2 := s.OpenGroup("a")
-	if e1 != 1 || e2 != 2 {
-		t.Fatalf("epochs %d %d", e1, e2)
+	if e1 == 0 || e2 != e1+1 || s.Groups["a"].Epoch != e2 {
+		t.Fatalf("epochs %d %d, group %+v", e1, e2, s.Groups["a"])
 	}
 	var stale *StaleEpochError
-	if _, err := s.SetCheckpoint("a", 1, 5); !errors.As(err, &stale) || stale.Current != 2 {
+	if _, err := s.SetCheckpoint("a", e1, 5); !errors.As(err, &stale) || stale.Epoch != e1 || stale.Current != e2 {
 		t.Fatalf("want StaleEpochError, got %v", err)
 	}
-	if _, err := s.SetCheckpoint("nope", 1, 5); !errors.Is(err, ErrNoGroup) {
+	if _, err := s.SetCheckpoint("nope", e1, 5); !errors.Is(err, ErrNoGroup) {
 		t.Fatalf("want ErrNoGroup, got %v", err)
 	}
-	if _, err := s.SetCheckpoint("a", 2, 1000); err == nil {
+	if _, err := s.SetCheckpoint("a", e2, 1000); err == nil {
 		t.Fatal("checkpoint past the tail accepted")
 	}
-	if ok, err := s.SetCheckpoint("a", 2, 35); !ok || err != nil {
+	if ok, err := s.SetCheckpoint("a", e2, 35); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if ok, _ := s.SetCheckpoint("a", 2, 20); ok {
+	if ok, _ := s.SetCheckpoint("a", e2, 20); ok {
 		t.Fatal("checkpoint moved backwards")
 	}
 	// Queue mode: a second group holds entries back until it acks too.

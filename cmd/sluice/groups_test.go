@@ -67,6 +67,10 @@ func TestGroupsListShowsLag(t *testing.T) {
 		c.appendStamped("q", n1, base)
 		c.ok("", "consume", "q", "--group", "done", "--stop-at-tail", "--exec", "cat >/dev/null")
 		c.ok("", "consume", "q", "--group", "behind", "--stop-at-tail", "--exec", "cat >/dev/null")
+		first := c.groupLines("q") // the epochs each group got from its first member
+		if len(first) != 2 || first["done"].Epoch == 0 || first["behind"].Epoch == 0 {
+			t.Fatalf("groups after their first members: %+v", first)
+		}
 		second := c.appendStamped("q", n2, base+3_600_000)
 		c.ok("", "consume", "q", "--group", "done", "--stop-at-tail", "--exec", "cat >/dev/null")
 		before := time.Now()
@@ -75,12 +79,12 @@ func TestGroupsListShowsLag(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("groups: %+v", got)
 		}
-		if g := got["done"]; g.Epoch != 2 || g.Checkpoint != uint64(n1+n2) || g.LagRecords != 0 || g.LagSeconds != 0 {
-			t.Fatalf("caught-up group: %+v", g)
+		if g := got["done"]; g.Epoch != first["done"].Epoch+1 || g.Checkpoint != uint64(n1+n2) || g.LagRecords != 0 || g.LagSeconds != 0 {
+			t.Fatalf("caught-up group: %+v, want epoch %d (its second member)", g, first["done"].Epoch+1)
 		}
 		g := got["behind"]
-		if g.Epoch != 1 || g.Checkpoint != uint64(n1) || g.LagRecords != uint64(n2) {
-			t.Fatalf("lagging group: %+v, want epoch 1, checkpoint %d, lag_records %d", g, n1, n2)
+		if want := first["behind"].Epoch; g.Epoch != want || g.Checkpoint != uint64(n1) || g.LagRecords != uint64(n2) {
+			t.Fatalf("lagging group: %+v, want epoch %d, checkpoint %d, lag_records %d", g, want, n1, n2)
 		}
 		checkAge(t, "lagging group", g.LagSeconds, second[0], before, after)
 
@@ -113,17 +117,21 @@ func TestGroupsResetFencesMember(t *testing.T) {
 				t.Fatalf("member line %d = %q", i, l)
 			}
 		}
+		member := c.groupLines("q")["g"].Epoch // the running member's
+		if member == 0 {
+			t.Fatal("no group g while its member runs")
+		}
 		k := rng.IntN(n)
 		reset := decodeJSON[groupJSONLine](t, c.ok("", "groups", "reset", "q", "g", "--to-seq-num", strconv.Itoa(k)).stdout)
-		if reset.Checkpoint != uint64(k) || reset.Epoch != 2 || reset.LagRecords != uint64(n-k) {
-			t.Fatalf("reset line: %+v", reset)
+		if reset.Checkpoint != uint64(k) || reset.Epoch != member+1 || reset.LagRecords != uint64(n-k) {
+			t.Fatalf("reset line: %+v, want one bump of the member's epoch %d", reset, member)
 		}
 		c.appendStamped("q", 1, base+int64(n))
 		if code := a.wait(); code != 1 || !strings.Contains(a.stderr.String(), "another member took over") {
 			t.Fatalf("member of the reset group exited %d; stderr:\n%s", code, a.stderr.String())
 		}
-		if g := c.groupLines("q")["g"]; g.Checkpoint != uint64(k) || g.Epoch != 2 {
-			t.Fatalf("after the fenced member: %+v, want checkpoint %d", g, k)
+		if g := c.groupLines("q")["g"]; g.Checkpoint != uint64(k) || g.Epoch != reset.Epoch {
+			t.Fatalf("after the fenced member: %+v, want checkpoint %d epoch %d", g, k, reset.Epoch)
 		}
 		out := filepath.Join(c.dir, "out.txt")
 		c.env = []string{"OUT=" + out}
