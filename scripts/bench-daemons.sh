@@ -62,7 +62,7 @@ if [[ -d /dev/shm && -w /dev/shm ]]; then
 fi
 S3_PORT=$(free_port)
 mkdir -p "$VGW_ROOT/bench"
-ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret "$GOBIN_DIR/versitygw" --port "127.0.0.1:$S3_PORT" posix "$VGW_ROOT" >"$WORK/vgw.log" 2>&1 &
+ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret "$GOBIN_DIR/versitygw" --port "127.0.0.1:$S3_PORT" --keep-alive posix "$VGW_ROOT" >"$WORK/vgw.log" 2>&1 &
 PIDS+=($!)
 TP_PORT=$(free_port)
 "$GOBIN_DIR/toxiproxy-server" -host 127.0.0.1 -port "$TP_PORT" >"$WORK/toxiproxy.log" 2>&1 &
