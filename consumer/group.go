@@ -346,14 +346,6 @@ func (c *Consumer) flush(ctx context.Context) error {
 	c.mu.Lock()
 	low, written, fenced := c.low, c.written, c.fenced
 	c.mu.Unlock()
-	// A checkpoint never moves back under one epoch (a reset bumps it): a group found below
-	// what this member wrote was deleted and created again by a member that got its epoch.
-	recreated := func(st *manifest.State) error {
-		if g, ok := st.Groups[c.group]; ok && g.Epoch == c.epoch && g.Checkpoint < written {
-			return fmt.Errorf("%w: %q was deleted and created again", manifest.ErrNoGroup, c.group)
-		}
-		return nil
-	}
 	if fenced != nil {
 		return fenced
 	}
@@ -370,9 +362,6 @@ func (c *Consumer) flush(ctx context.Context) error {
 	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath, manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		if st.Generation != c.gen {
 			return manifest.ErrGenerationChanged // checked below, as the state's
-		}
-		if err := recreated(st); err != nil {
-			return err
 		}
 		changed, err := st.SetCheckpoint(c.group, c.epoch, low)
 		if err != nil {
