@@ -24,7 +24,20 @@ import (
 // delayStore adds a round trip of rtt to every request, as a cloud's object store has.
 type delayStore struct {
 	objectstore.Store
-	rtt time.Duration
+	rtt  time.Duration
+	puts *durations // if set, records each Put's time, the delay included
+}
+
+// durations collects latencies in ms from several goroutines.
+type durations struct {
+	mu sync.Mutex
+	ms []float64
+}
+
+func (d *durations) add(since time.Time) {
+	d.mu.Lock()
+	d.ms = append(d.ms, float64(time.Since(since).Microseconds())/1000)
+	d.mu.Unlock()
 }
 
 func (d *delayStore) wait(ctx context.Context) error {
@@ -46,6 +59,9 @@ func (d *delayStore) Get(ctx context.Context, key string, o objectstore.GetOptio
 }
 
 func (d *delayStore) Put(ctx context.Context, key string, body io.Reader, size int64, c objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	if d.puts != nil {
+		defer d.puts.add(time.Now())
+	}
 	if err := d.wait(ctx); err != nil {
 		return objectstore.ObjectInfo{}, err
 	}
