@@ -77,7 +77,7 @@ start_versitygw() {
 		port_free "$port" || continue
 		mkdir -p "$WORK/vgw-root"
 		ROOT_ACCESS_KEY="$access" ROOT_SECRET_KEY="$secret" \
-			"$VGW" --port "127.0.0.1:$port" posix "$WORK/vgw-root" >"$WORK/versitygw.log" 2>&1 &
+			"$VGW" --port "127.0.0.1:$port" --keep-alive posix "$WORK/vgw-root" >"$WORK/versitygw.log" 2>&1 &
 		VGW_PID=$!
 		local i
 		for i in $(seq 1 100); do

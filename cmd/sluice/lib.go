@@ -67,7 +67,7 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 			}
 		}
 	}
-	s, err := openStore(ctx, g.store)
+	s, err := openStore(ctx, g.store, log)
 	if err != nil {
 		return nil, err
 	}

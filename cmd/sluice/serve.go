@@ -169,7 +169,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 			newDir = loc.Dir
 		}
 	}
-	store, err := openStore(ctx, g.store)
+	store, err := openStore(ctx, g.store, log)
 	if err != nil {
 		return err
 	}
@@ -352,9 +352,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	return serveErr
 }
 
-// openStore opens the store named by --store.
-func openStore(ctx context.Context, url string) (objectstore.Store, error) {
-	s, err := storeurl.Open(ctx, storeURL(url))
+// openStore opens the store named by --store; it logs to log.
+func openStore(ctx context.Context, url string, log *slog.Logger) (objectstore.Store, error) {
+	s, err := storeurl.Open(ctx, storeURL(url), storeurl.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", redactURL(url), err)
 	}

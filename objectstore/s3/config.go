@@ -94,23 +94,24 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if awsCfg.Region == "" {
 		return nil, errors.New("objectstore: s3: no region: set region= in the URL, s3.Config.Region or AWS_REGION")
 	}
+	server := cfg.Endpoint
+	if server == "" {
+		server = "AWS S3"
+	}
+	watch := &keepAliveWatch{logger: logger, server: server}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
 		o.DisableLogOutputChecksumValidationSkipped = true
-		o.APIOptions = append(o.APIOptions, unsignedAcceptEncoding)
+		o.APIOptions = append(o.APIOptions, unsignedAcceptEncoding, watch.middleware)
 		if cfg.ReadTimeout > 0 {
 			// Around the client the S3 client settled on: the SDK's own (with a custom CA
 			// bundle and the defaults mode's connect timeouts applied) or HTTPClient.
 			o.HTTPClient = &idleWatch{next: o.HTTPClient, timeout: cfg.ReadTimeout}
 		}
 	})
-	server := cfg.Endpoint
-	if server == "" {
-		server = "AWS S3"
-	}
 	return &Store{client: client, bucket: cfg.Bucket, logger: logger, httpCli: cfg.HTTPClient, condOK: cfg.TrustConditionalWrites, server: server}, nil
 }
 

@@ -2,6 +2,7 @@ package storeurl
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
@@ -12,7 +13,11 @@ import (
 // s3://bucket/prefix?endpoint=...&region=...&path_style=true. Keys of the returned store live
 // under the URL's prefix. Open creates a file store's directory if needed; it does not contact
 // an S3 server (the first operation does).
-func Open(ctx context.Context, rawURL string) (objectstore.Store, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (objectstore.Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	loc, err := Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -28,7 +33,9 @@ func Open(ctx context.Context, rawURL string) (objectstore.Store, error) {
 		}
 		s = fs
 	case "s3":
-		ss, err := s3.New(ctx, loc.S3Config())
+		cfg := loc.S3Config()
+		cfg.Logger = o.logger
+		ss, err := s3.New(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -41,3 +48,15 @@ func Open(ctx context.Context, rawURL string) (objectstore.Store, error) {
 	}
 	return ps, nil
 }
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+}
+
+// WithLogger is where the store logs what an operator should know of the server (an S3
+// server that ignores conditional writes' versions, or closes every connection). Without
+// it, nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }

@@ -1,0 +1,88 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/s3"
+)
+
+// syncBuffer is a log destination safe for the SDK's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A server that closes every connection is named in one warning; one that keeps them is not.
+func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
+	for _, closing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("closing=%v", closing), func(t *testing.T) {
+			conns := 0
+			var mu sync.Mutex
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if closing {
+					w.Header().Set("Connection", "close")
+				}
+				w.Header().Set("ETag", `"e"`)
+			}))
+			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			t.Setenv("AWS_ACCESS_KEY_ID", "test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			var logs syncBuffer
+			s, err := s3.New(context.Background(), s3.Config{Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
+				TrustConditionalWrites: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			const puts = 40
+			for i := range puts {
+				if _, err := objectstore.PutBytes(context.Background(), s, fmt.Sprintf("k/%d", i), []byte("x"), objectstore.Unconditional()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			n := conns
+			mu.Unlock()
+			warnings := strings.Count(logs.String(), "closed the connection")
+			switch {
+			case closing && (n < puts || warnings != 1):
+				t.Fatalf("server closing every connection: %d connections for %d puts, %d warnings (want 1):\n%s", n, puts, warnings, logs.String())
+			case !closing && (n > 2 || warnings != 0):
+				t.Fatalf("server keeping connections: %d connections for %d puts, %d warnings (want 0):\n%s", n, puts, warnings, logs.String())
+			}
+		})
+	}
+}
