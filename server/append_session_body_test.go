@@ -16,27 +16,10 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/testlog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/s2api"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines to log into.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // malformedAppendSession is the body of an S2S append session that goes wrong: a valid
 // input or two, then a frame that does not decode (bad flag, truncated, bad protobuf,
@@ -81,7 +64,7 @@ func malformedAppendSession(rng *rand.Rand) []byte {
 func TestAppendSessionMalformedFramesKeepAlive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testseed.Get(t), 0))
 	srv := newEngineServer(t)
-	var errLog syncBuffer
+	var errLog testlog.Buffer
 	ts := httptest.NewUnstartedServer(srv)
 	ts.Config.ErrorLog = log.New(&errLog, "", 0)
 	ts.Start()

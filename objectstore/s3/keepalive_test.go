@@ -1,7 +1,6 @@
 package s3_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,27 +12,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/testlog"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
-
-// syncBuffer is a log destination safe for the SDK's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A server that closes every connection is named in one warning; one that keeps them is not.
 func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
@@ -60,7 +42,7 @@ func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
 			t.Setenv("AWS_ACCESS_KEY_ID", "test")
 			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-			var logs syncBuffer
+			var logs testlog.Buffer
 			s, err := s3.New(context.Background(), s3.Config{Bucket: "bucket", Region: "us-east-1", Endpoint: srv.URL, PathStyle: true,
 				TrustConditionalWrites: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
