@@ -67,14 +67,15 @@ func TestCancelledFetchIsNotAFetchError(t *testing.T) {
 	}
 }
 
-// flakyStore fails the first Get of a batch object with a plain error.
+// flakyStore fails the first Get of the object at key with a plain error.
 type flakyStore struct {
 	objectstore.Store
+	key    string
 	failed atomic.Bool
 }
 
 func (s *flakyStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
-	if !strings.HasSuffix(key, "manifest") && s.failed.CompareAndSwap(false, true) {
+	if key == s.key && s.failed.CompareAndSwap(false, true) {
 		return nil, objectstore.NewOpError("get", key, nil, errors.New("connection reset"))
 	}
 	return s.Store.Get(ctx, key, opts)
@@ -87,8 +88,15 @@ func TestRealFetchFailureStillCounted(t *testing.T) {
 	mem := objectstore.NewMemStore()
 	f := newFixture(t, mem, manifest.DefaultConfig(), batchfmt.CompressionNone)
 	f.standard(rand.New(rand.NewPCG(seed(t), 3)), 2)
+	snap, err := manifest.Open(mem, f.path).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
-	f.store = &flakyStore{Store: mem}
+	// The first object's fetch fails once. The read below needs that object's records, so
+	// it returns only after the failure and the retry (a later object's fetch might not
+	// have started yet).
+	f.store = &flakyStore{Store: mem, key: snap.State.Entries[0].Key}
 	r := f.reader(func(c *Config) { c.Registerer = reg })
 	s, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0)})
 	if err != nil {
