@@ -20,9 +20,9 @@ type keepAliveWatch struct {
 	logger *slog.Logger
 	server string
 
-	mu     sync.Mutex
-	seen   int
-	closed int
+	mu   sync.Mutex
+	seen int
+	kept bool // an answer left its connection open
 }
 
 // observe counts one answer; closed: the server closed its connection.
@@ -33,10 +33,8 @@ func (w *keepAliveWatch) observe(closed bool) {
 		return
 	}
 	w.seen++
-	if closed {
-		w.closed++
-	}
-	if w.seen == keepAliveAnswers && w.closed == w.seen {
+	w.kept = w.kept || !closed
+	if w.seen == keepAliveAnswers && !w.kept {
 		w.logger.Warn("objectstore: s3: the server closed the connection after each of its first answers, so every request opens a new one; turn keep-alive on at the server (versitygw: --keep-alive)",
 			"server", w.server, "answers", w.seen)
 	}

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/testlog"
@@ -21,8 +21,7 @@ import (
 func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
 	for _, closing := range []bool{true, false} {
 		t.Run(fmt.Sprintf("closing=%v", closing), func(t *testing.T) {
-			conns := 0
-			var mu sync.Mutex
+			var conns atomic.Int64
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				if closing {
@@ -32,9 +31,7 @@ func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
 			}))
 			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 				if st == http.StateNew {
-					mu.Lock()
-					conns++
-					mu.Unlock()
+					conns.Add(1)
 				}
 			}
 			srv.Start()
@@ -55,9 +52,7 @@ func TestServerClosingEveryConnectionIsWarnedOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mu.Lock()
-			n := conns
-			mu.Unlock()
+			n := conns.Load()
 			warnings := strings.Count(logs.String(), "closed the connection")
 			switch {
 			case closing && (n < puts || warnings != 1):
