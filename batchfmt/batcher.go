@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// BatchingConfig is the seeds' client-side batching configuration.
+// BatchingConfig is the client-side batching of S2's SDKs (S2's documentation, "Batching").
 type BatchingConfig struct {
 	// Linger is how long a batch waits for more records, measured from its first record.
 	// Zero is legal: a batch is due as soon as it has a record (no waiting).
@@ -17,14 +17,14 @@ type BatchingConfig struct {
 	MaxBatchBytes int
 }
 
-// Defaults from the seeds.
+// Defaults from S2's documentation.
 const (
 	DefaultLinger          = 5 * time.Millisecond
 	DefaultMaxBatchRecords = MaxAppendRecords
 	DefaultMaxBatchBytes   = MaxAppendBytes
 )
 
-// DefaultBatchingConfig returns the seeds' defaults: 5 ms linger, 1000 records, 1 MiB.
+// DefaultBatchingConfig returns S2's defaults: 5 ms linger, 1000 records, 1 MiB.
 func DefaultBatchingConfig() BatchingConfig {
 	return BatchingConfig{Linger: DefaultLinger, MaxBatchRecords: DefaultMaxBatchRecords, MaxBatchBytes: DefaultMaxBatchBytes}
 }
@@ -35,7 +35,7 @@ var ErrInvalidConfig = errors.New("batchfmt: invalid batching config")
 // ConfigError is one out-of-range configuration value; Min and Max are the inclusive bounds
 // (Max is 0 when there is no upper bound).
 type ConfigError struct {
-	Field string // the seeds' name: "linger", "max_batch_records", "max_batch_bytes"
+	Field string // S2's name: "linger", "max_batch_records", "max_batch_bytes"
 	Value int64
 	Min   int64
 	Max   int64
@@ -71,7 +71,7 @@ func (c BatchingConfig) Validate() error {
 }
 
 // RecordTooLargeError is a record whose metered size alone exceeds max_batch_bytes, so no
-// batch can hold it. Its text is the seeds'.
+// batch can hold it. Its text is S2's.
 type RecordTooLargeError struct {
 	Size int // the record's metered size
 	Max  int // max_batch_bytes
@@ -101,7 +101,7 @@ func WithClock(now func() time.Time) BatcherOption {
 	return func(b *Batcher) { b.now = now }
 }
 
-// Batcher turns a sequence of records into appends, as the seeds' batching does:
+// Batcher turns a sequence of records into appends, as S2's SDKs batch:
 //
 //   - a batch is complete when it holds MaxBatchRecords records or MaxBatchBytes metered
 //     bytes, when Linger has passed since its first record (see Deadline and Poll), or at

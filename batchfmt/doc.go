@@ -1,4 +1,4 @@
-// Package batchfmt holds sluice's record model (the seeds' records: envelope and command
+// Package batchfmt holds sluice's record model (S2's records: envelope and command
 // records, headers, metered size, append limits and their validation), client-side batching
 // of records into appends (Batcher, BatchingConfig), and the format of batch objects: the
 // immutable objects in the store that each hold many appends, in order.
@@ -50,7 +50,7 @@
 //	          [token bytes]
 //	          record frame × count
 //
-// A record frame follows the seeds' record wire layout (magic byte with record type and
+// A record frame follows S2's record wire layout (magic byte with record type and
 // metered-size length, metered size, 2-byte header count, 2-byte length-prefixed names and
 // values, body):
 //
@@ -66,17 +66,17 @@
 //	      bits 6-7: zero
 //
 // The body has no length of its own: it is what the metered size leaves,
-// metered - 8 - 2·headers - Σ(name + value), as in the seeds.
+// metered - 8 - 2·headers - Σ(name + value), as S2's documentation defines it.
 //
-// Deviations from the seeds' layout, and why:
+// Deviations from S2's layout, and why:
 //
-//   - (*) Lengths and the header count are 2 bytes, as in the seeds, but an append may be
+//   - (*) Lengths and the header count are 2 bytes, as in S2's layout, but an append may be
 //     1 MiB metered, so one header name or value, or the number of headers, can exceed
 //     65535. Rather than add a limit of our own that S2's API does not state, the value
 //     0xFFFF is an escape: a 4-byte length follows. Escapes are canonical (used only for
 //     values >= 0xFFFF, checked by the decoder), so records below the bound are encoded
-//     exactly as the seeds draw them and each record has one encoding.
-//   - Bit 5 of the magic byte and the 8-byte timestamp: the seeds' record layout has no
+//     exactly as S2's documentation draws them and each record has one encoding.
+//   - Bit 5 of the magic byte and the 8-byte timestamp: S2's record layout has no
 //     timestamp (S2 keeps it in the record's position), but a batch object must carry the
 //     client's optional timestamp until the committer assigns positions.
 //   - A command record is framed like an envelope (one header with an empty name whose value
@@ -109,7 +109,7 @@
 // while they are still in the CPU's caches, rather than in a second pass over the object. zstd uses one
 // process-wide encoder and decoder (see zstd.go), at level SpeedFastest.
 //
-// Limits: a record's metered size fits the seeds' 3-byte metered-size field (an append is
+// Limits: a record's metered size fits S2's 3-byte metered-size field (an append is
 // at most 1 MiB anyway); an object's payload is at most MaxObjectBytes (1 GiB), which also
 // bounds what Decode will allocate for a compressed object.
 //

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Limits from the seeds.
+// Limits from S2's documentation ("Records").
 const (
 	// MaxAppendRecords is the most records one append may hold.
 	MaxAppendRecords = 1000
@@ -82,7 +82,7 @@ func (r *Record) TrimSeqNum() (uint64, bool) {
 	return binary.BigEndian.Uint64(r.Body), true
 }
 
-// MeteredSize is the seeds' metered size: for an envelope record 8 + 2·headers + Σ(name+value)
+// MeteredSize is S2's metered size: for an envelope record 8 + 2·headers + Σ(name+value)
 // + body; for a command record 8 + 2 + len(op) + len(payload). Both reduce to the same sum for
 // a well-formed command record, so one formula serves both.
 func (r *Record) MeteredSize() int {
@@ -93,7 +93,7 @@ func (r *Record) MeteredSize() int {
 	return n
 }
 
-// Validate checks one record against the seeds' header and command rules.
+// Validate checks one record against S2's header and command rules.
 func (r *Record) Validate() error {
 	if !r.IsCommand() {
 		return nil
@@ -135,7 +135,7 @@ func (in *AppendInput) MeteredSize() int {
 	return n
 }
 
-// Validate checks an append against the seeds' limits and rules. It returns the first
+// Validate checks an append against S2's limits and rules. It returns the first
 // problem found, as a typed error (*AppendError or *RecordError wrapped in *AppendError).
 func (in *AppendInput) Validate() error {
 	if len(in.Records) == 0 {

@@ -71,9 +71,12 @@
 //
 //	+-------+---------+--------------------------------+-------------------+
 //	| magic | version | body                           | CRC32C(Castagnoli)|
-//	| 4 B   | 1 B = 1 | varint-encoded fields          | 4 B big-endian    |
+//	| 4 B   | 1 B     | varint-encoded fields          | 4 B big-endian    |
 //	+-------+---------+--------------------------------+-------------------+
 //	magic: "SLMF" manifest, "SLSG" segment; the CRC covers magic, version and body.
+//	version: 1 for segments and for a manifest without a committer role; 2 for a manifest
+//	with one (FormatVersionCommitter), whose body ends with the role. A build that reads
+//	only version 1 refuses version 2 rather than misread it.
 //
 //	manifest body:
 //	  generation[16] write_counter n_nonces nonce[8]*n created_ms
@@ -85,6 +88,7 @@
 //	  n_entries  { key first_seq records metered object min_ts max_ts floor arrival
 //	               ts_mode(1) uncapped(1) producer_id batch_num n_appends
 //	               n_rejected { append reason(1) expected actual }* }*
+//	  (version 2 only) committer_id committer_url committer_until_ms
 //	segment body:
 //	  level(1) generation[16] (level 0: n_entries {entry}* | level > 0: n_refs {ref}*)
 //

@@ -17,7 +17,7 @@ type Position struct {
 	Timestamp uint64
 }
 
-// TimestampingMode says where record timestamps come from (the seeds' timestamping.mode).
+// TimestampingMode says where record timestamps come from (S2's timestamping.mode, in its stream configuration).
 type TimestampingMode uint8
 
 const (
@@ -54,7 +54,7 @@ func ParseTimestampingMode(s string) (TimestampingMode, error) {
 	return 0, fmt.Errorf("%w: unknown timestamping mode %q", ErrInvalidConfig, s)
 }
 
-// Timestamping is the seeds' timestamping config.
+// Timestamping is S2's timestamping configuration of a stream.
 type Timestamping struct {
 	Mode TimestampingMode
 	// Uncapped allows client timestamps in the future; when false (the default) a client
@@ -62,13 +62,13 @@ type Timestamping struct {
 	Uncapped bool
 }
 
-// Retention is the seeds' retention_policy: either Infinite, or an age in seconds (> 0).
+// Retention is S2's retention_policy: either Infinite, or an age in seconds (> 0).
 type Retention struct {
 	Infinite bool
 	AgeSecs  uint64
 }
 
-// DeleteOnEmpty is the seeds' delete_on_empty; MinAgeSecs 0 disables it (the default).
+// DeleteOnEmpty is S2's delete_on_empty; MinAgeSecs 0 disables it (the default).
 type DeleteOnEmpty struct {
 	MinAgeSecs uint64
 }

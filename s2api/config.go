@@ -211,7 +211,7 @@ type CreateBasinRequest struct {
 }
 
 // CreateStreamRequest is the body of POST /streams, and one of the two bodies PUT
-// /streams/{s} accepts (the seeds' form; the SDK's ensure sends a bare StreamConfig).
+// /streams/{s} accepts (the form in S2's documentation; the SDK's ensure sends a bare StreamConfig).
 type CreateStreamRequest struct {
 	Stream string        `json:"stream"`
 	Config *StreamConfig `json:"config,omitempty"`
@@ -400,7 +400,7 @@ func DecodeBasinReconfigurationJSON(data []byte) (BasinReconfiguration, error) {
 }
 
 // DecodeEnsureStreamBody parses the body of PUT /streams/{s}: either a bare StreamConfig (the
-// SDK's ensure) or {"stream","config"} (the seeds' curl). A "stream" that differs from the
+// SDK's ensure) or {"stream","config"} (the curl in S2's documentation). A "stream" that differs from the
 // path's is invalid.
 func DecodeEnsureStreamBody(pathName string, data []byte) (StreamConfig, error) {
 	trimmed := bytes.TrimSpace(data)

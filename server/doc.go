@@ -18,7 +18,7 @@
 //	GET    /streams/{s}                  stream config                200 StreamConfig
 //	PATCH  /streams/{s}                  reconfigure stream           200 StreamConfig
 //	PUT    /streams/{s}                  ensure stream (bare config   201|200 StreamInfo
-//	                                     or the seeds' {stream,config})
+//	                                     or S2's documented {stream,config})
 //	DELETE /streams/{s}                  delete stream                202
 //	GET    /streams/{s}/records/tail     check tail (also /tail)      200 {tail}
 //	POST   /streams/{s}/records          append: JSON (S2-Format raw|base64) or
