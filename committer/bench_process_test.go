@@ -171,7 +171,7 @@ func TestProducerProcess(t *testing.T) {
 	puts := &durations{}
 	cfg.ObjectStore = &delayStore{Store: inner, rtt: rtt, puts: puts}
 	cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
-	cfg.Committer = os.Getenv("SLUICE_BENCH_COMMITTER")
+	cfg.Committer.URL = os.Getenv("SLUICE_BENCH_COMMITTER")
 	p, err := producer.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -169,7 +169,7 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 			cfg := producer.DefaultConfig()
 			cfg.ObjectStore = store
 			cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
-			cfg.Committer = url
+			cfg.Committer.URL = url
 			p, err := producer.New(ctx, cfg)
 			if err != nil {
 				b.Error(err)
@@ -244,7 +244,7 @@ func prefixed(b *testing.B, raw, sub string) string {
 func follow(ctx context.Context, b *testing.B, store objectstore.Store, url, group string) {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore, cfg.ManifestPath, cfg.DataPathPrefix = store, path, "s/data"
-	cfg.Group, cfg.AckInterval, cfg.Committer = group, 100*time.Millisecond, url
+	cfg.Group, cfg.AckInterval, cfg.Committer.URL = group, 100*time.Millisecond, url
 	m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})
 	if err != nil {
 		b.Error(err)

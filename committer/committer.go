@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -24,11 +25,11 @@ type Config struct {
 	// Lease is how long each write holds the role. Default 10 s.
 	Lease time.Duration
 	// RequestTTL: a request is not written in an attempt that starts later than this after it
-	// arrived (it is answered as failed, with CodeStorage after an attempt whose outcome is
+	// arrived (it is answered as failed, with wire.CodeStorage after an attempt whose outcome is
 	// unknown). Default 10 s, the producers' wait for an answer.
 	RequestTTL time.Duration
 	// MaxWriteRetries bounds the writes one group of requests is tried with before its
-	// requests are answered with CodeStorage. Default 20.
+	// requests are answered with wire.CodeStorage. Default 20.
 	MaxWriteRetries int
 	// IdleTimeout: a stream's loop that took no request for this long ends (the next request
 	// starts another). It must exceed Lease, so the role has lapsed by then. Default 1 min.
@@ -119,18 +120,22 @@ func New(cfg Config) (*Committer, error) {
 	return &Committer{cfg: cfg, m: m, ctx: ctx, cancel: cancel, streams: map[string]*stream{}}, nil
 }
 
+// URL is where the committer takes requests (Config.URL). A commitclient.Config whose
+// Local is c answers the requests for it in process.
+func (c *Committer) URL() string { return c.cfg.URL }
+
 // Commit commits req and returns its answer. ctx bounds the wait: a request whose ctx ends
 // before its write starts is not written (then nothing of it is in the stream); one whose
 // write started is answered by that write.
-func (c *Committer) Commit(ctx context.Context, req *Request) *Response {
-	if err := req.validate(); err != nil {
-		return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+func (c *Committer) Commit(ctx context.Context, req *wire.Request) *wire.Response {
+	if err := req.Validate(); err != nil {
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: err.Error()}}
 	}
 	s, err := c.stream(req.ManifestPath)
 	if err != nil {
-		return &Response{Error: &Error{Code: CodeStopping, Message: err.Error()}}
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: err.Error()}}
 	}
-	pr := &pending{ctx: ctx, req: req, done: make(chan *Response, 1), at: time.Now()}
+	pr := &pending{ctx: ctx, req: req, done: make(chan *wire.Response, 1), at: time.Now()}
 	queued := c.enqueue(ctx, s, pr)
 	if queued != nil {
 		return queued
@@ -139,7 +144,7 @@ func (c *Committer) Commit(ctx context.Context, req *Request) *Response {
 }
 
 // enqueue hands pr to s's loop; an answer if it could not.
-func (c *Committer) enqueue(ctx context.Context, s *stream, pr *pending) *Response {
+func (c *Committer) enqueue(ctx context.Context, s *stream, pr *pending) *wire.Response {
 	defer func() {
 		c.mu.Lock()
 		s.users--
@@ -149,9 +154,9 @@ func (c *Committer) enqueue(ctx context.Context, s *stream, pr *pending) *Respon
 	case s.queue <- pr:
 		return nil
 	case <-ctx.Done():
-		return &Response{Error: &Error{Code: CodeStopping, Message: ctx.Err().Error()}}
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: ctx.Err().Error()}}
 	case <-c.ctx.Done():
-		return &Response{Error: &Error{Code: CodeStopping, Message: "committer closed"}}
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}
 	}
 }
 

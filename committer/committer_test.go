@@ -66,7 +66,7 @@ func producerConfig(store objectstore.Store, committerURL string) producer.Confi
 	c.ManifestPath, c.DataPathPrefix = path, "s/data"
 	c.FlushInterval = time.Millisecond
 	c.Backoff = manifest.Backoff{Initial: 100 * time.Microsecond, Max: 5 * time.Millisecond, Multiplier: 2}
-	c.Committer = committerURL
+	c.Committer.URL = committerURL
 	return c
 }
 

@@ -1,12 +1,16 @@
-// Package committer brokers a stream's commits: many producers on many machines upload their
-// own batch objects and send one committer the commit requests, which it applies together
-// in one manifest write (group commit across processes). A stream's manifest takes only so
-// many conditional writes a second (about 15 on S3 Standard), so one writer per producer
-// does not scale; one committer does.
+// Package committer is the committer: the server that brokers a stream's commits. Many
+// producers on many machines upload their own batch objects and send one committer the
+// commit requests, which it applies together in one manifest write (group commit across
+// processes). A stream's manifest takes only so many conditional writes a second (about 15
+// on S3 Standard), so one writer per producer does not scale; one committer does.
+//
+// The protocol (wire.Request, wire.Response and their conversions to the manifest's types)
+// is package committer/wire; the writers' side (which committer to ask, when to commit
+// directly instead) is package committer/commitclient.
 //
 // # Contract
 //
-//   - A Request carries what manifest.State.Apply needs of a producer's batches (keys,
+//   - A wire.Request carries what manifest.State.Apply needs of a producer's batches (keys,
 //     batch numbers, conditions, per-record timestamps and commands, metered sizes), never
 //     record bytes. The committer applies each request's batches in order, all or none,
 //     and answers with exactly what a direct commit would give: positions, or a rejection
@@ -17,11 +21,13 @@
 //     re-applied, and a batch that an earlier attempt committed is answered as a duplicate
 //     (the producer table shows it), never committed twice.
 //   - An answer's Error says nothing of the request was committed (role held by another,
-//     generation changed, invalid, stopping), except CodeStorage: the outcome is unknown,
-//     and the producer looks its batches up in the manifest, as after any unknown outcome.
+//     generation changed, invalid, stopping), except wire.CodeStorage: the outcome is
+//     unknown, and the producer looks its batches up in the manifest, as after any unknown
+//     outcome.
 //   - Close answers what is queued, stops the loops and gives up the roles it holds.
 //
-// The daemon (sluice serve) serves Handler at Path; producers find the
-// committer in the manifest's role or in producer.Config.Committer, and commit directly
-// when none answers.
+// The daemon (sluice serve) serves Handler at Path; writers find the committer in the
+// manifest's role or in their commitclient.Config, and commit directly when none answers.
+// A program that runs a Committer gives it to its writers as commitclient.Config.Local,
+// so that its own requests skip HTTP.
 package committer

@@ -28,7 +28,7 @@ func TestIdleStreamLoopEnds(t *testing.T) {
 	defer c.Close(context.Background())
 	pcfg := func(int) producer.Config {
 		pc := producerConfig(store, cfg.URL)
-		pc.CommitterCaller = &committer.Local{Committer: c}
+		pc.Committer.Local = c
 		return pc
 	}
 	var acks []acked

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/manifest"
 )
 
 // pending is a request waiting for its stream's loop.
 type pending struct {
 	ctx  context.Context
-	req  *Request
-	done chan *Response // buffered: the loop never blocks on an answer
+	req  *wire.Request
+	done chan *wire.Response // buffered: the loop never blocks on an answer
 	at   time.Time
 }
 
@@ -65,7 +66,7 @@ func (s *stream) drain() {
 	for {
 		select {
 		case pr := <-s.queue:
-			pr.done <- &Response{Error: &Error{Code: CodeStopping, Message: "committer closed"}}
+			pr.done <- &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}
 		default:
 			return
 		}
@@ -90,7 +91,7 @@ func (s *stream) commit(group []*pending) {
 		if s.snap == nil {
 			snap, err := s.m.Load(s.c.ctx)
 			if errors.Is(err, manifest.ErrNotExist) {
-				s.answerAll(group, &Error{Code: CodeGeneration, Message: err.Error()})
+				s.answerAll(group, &wire.Error{Code: wire.CodeGeneration, Message: err.Error()})
 				return
 			}
 			if err != nil {
@@ -109,11 +110,11 @@ func (s *stream) commit(group []*pending) {
 		if err := st.TakeRole(cfg.ID, cfg.URL, cfg.Now(), cfg.Lease); err != nil {
 			var held *manifest.RoleHeldError
 			errors.As(err, &held)
-			s.answerAll(group, &Error{Code: CodeRoleHeld, Message: err.Error(), Holder: &held.Holder})
+			s.answerAll(group, &wire.Error{Code: wire.CodeRoleHeld, Message: err.Error(), Holder: &held.Holder})
 			s.snap, s.held = nil, false // read again next time: the role may lapse
 			return
 		}
-		answers := make([]*Response, len(group))
+		answers := make([]*wire.Response, len(group))
 		batches, checkpoints, writing := 0, 0, 0
 		for i, pr := range group {
 			answers[i] = apply(st, pr.req)
@@ -156,18 +157,18 @@ func (s *stream) commit(group []*pending) {
 	if lastErr != nil {
 		msg = lastErr.Error()
 	}
-	s.answerAll(group, &Error{Code: CodeStorage, Message: msg})
+	s.answerAll(group, &wire.Error{Code: wire.CodeStorage, Message: msg})
 }
 
 // dropGone answers and drops the requests whose callers gave up or that are older than
 // RequestTTL, so that no batch is committed long after its producer sent it (its object must
 // not outlive the collector's grace period unreferenced). Before the first attempt none of
-// them was written (CodeStopping); on a retry an earlier attempt may have written them
-// (CodeStorage: the producer learns the outcome from the manifest).
+// them was written (wire.CodeStopping); on a retry an earlier attempt may have written them
+// (wire.CodeStorage: the producer learns the outcome from the manifest).
 func (s *stream) dropGone(group []*pending, retry bool) []*pending {
-	code := CodeStopping
+	code := wire.CodeStopping
 	if retry {
-		code = CodeStorage
+		code = wire.CodeStorage
 	}
 	kept := group[:0]
 	for _, pr := range group {
@@ -176,7 +177,7 @@ func (s *stream) dropGone(group []*pending, retry bool) []*pending {
 			err = fmt.Errorf("not written within %v", s.c.cfg.RequestTTL)
 		}
 		if err != nil {
-			pr.done <- &Response{Error: &Error{Code: code, Message: "request abandoned: " + err.Error()}}
+			pr.done <- &wire.Response{Error: &wire.Error{Code: code, Message: "request abandoned: " + err.Error()}}
 			continue
 		}
 		kept = append(kept, pr)
@@ -185,7 +186,7 @@ func (s *stream) dropGone(group []*pending, retry bool) []*pending {
 }
 
 // answer sends each request its answer, with the tail of st where it was written.
-func (s *stream) answer(group []*pending, answers []*Response, st *manifest.State) {
+func (s *stream) answer(group []*pending, answers []*wire.Response, st *manifest.State) {
 	for i, pr := range group {
 		if answers[i].Error == nil {
 			answers[i].Tail = st.Tail
@@ -197,27 +198,27 @@ func (s *stream) answer(group []*pending, answers []*Response, st *manifest.Stat
 	}
 }
 
-func (s *stream) answerAll(group []*pending, e *Error) {
+func (s *stream) answerAll(group []*pending, e *wire.Error) {
 	for _, pr := range group {
-		pr.done <- &Response{Error: e}
+		pr.done <- &wire.Response{Error: e}
 	}
 }
 
 // apply applies req's batches to st (all or none: they are validated first, and Apply fails
 // on nothing else) and returns what each gave.
-func apply(st *manifest.State, req *Request) *Response {
+func apply(st *manifest.State, req *wire.Request) *wire.Response {
 	if req.Generation != st.GenerationString() {
-		return &Response{Error: &Error{Code: CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", st.GenerationString(), req.Generation)}}
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", st.GenerationString(), req.Generation)}}
 	}
 	batches := make([]*manifest.Batch, len(req.Batches))
 	for i := range req.Batches {
-		batches[i] = req.Batches[i].manifestBatch(req.ProducerID)
+		batches[i] = req.Batches[i].ManifestBatch(req.ProducerID)
 		if err := batches[i].Validate(); err != nil {
-			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+			return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: err.Error()}}
 		}
 	}
 	broken := map[int]bool{}
-	out := &Response{Batches: make([]BatchResult, len(req.Batches))}
+	out := &wire.Response{Batches: make([]wire.BatchResult, len(req.Batches))}
 	for i, mb := range batches {
 		b := &req.Batches[i]
 		mb.Skip = func(j int) bool { a := &b.Appends[j]; return a.Skip || (a.Chain != 0 && broken[a.Chain]) }
@@ -228,12 +229,12 @@ func apply(st *manifest.State, req *Request) *Response {
 		}
 		res, err := st.Apply(mb)
 		if err != nil { // cannot happen after Validate
-			return &Response{Error: &Error{Code: CodeInvalid, Message: err.Error()}}
+			return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: err.Error()}}
 		}
-		out.Batches[i] = batchResult(res)
+		out.Batches[i] = wire.NewBatchResult(res)
 	}
 	for _, cp := range req.Checkpoints {
-		var r CheckpointResult
+		var r wire.CheckpointResult
 		_, err := st.SetCheckpoint(cp.Group, cp.Epoch, cp.SeqNum)
 		var stale *manifest.StaleEpochError
 		switch {
@@ -246,21 +247,6 @@ func apply(st *manifest.State, req *Request) *Response {
 		}
 		r.Checkpoint = st.Groups[cp.Group].Checkpoint
 		out.Checkpoints = append(out.Checkpoints, r)
-	}
-	return out
-}
-
-func batchResult(res *manifest.BatchResult) BatchResult {
-	if res.Duplicate {
-		return BatchResult{Duplicate: true}
-	}
-	out := BatchResult{Appends: make([]AppendResult, len(res.Appends))}
-	for k, a := range res.Appends {
-		out.Appends[k] = AppendResult{Start: a.Start, End: a.End}
-	}
-	for _, rej := range res.Entry.Rejected {
-		r := rej
-		out.Appends[r.Append] = AppendResult{Rejection: &r}
 	}
 	return out
 }

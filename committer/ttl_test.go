@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -42,11 +43,11 @@ func TestRequestTTLBoundsRetries(t *testing.T) {
 	}
 	defer c.Close(context.Background())
 	in := &batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("x")}}}
-	req := &committer.Request{ManifestPath: path, Generation: hex.EncodeToString(snap.State.Generation[:]), ProducerID: "p",
-		Batches: []committer.Batch{committer.NewBatch(&manifest.Batch{Key: "s/data/k", BatchNum: 1, Appends: []*batchfmt.AppendInput{in}}, nil, nil)}}
+	req := &wire.Request{ManifestPath: path, Generation: hex.EncodeToString(snap.State.Generation[:]), ProducerID: "p",
+		Batches: []wire.Batch{wire.NewBatch(&manifest.Batch{Key: "s/data/k", BatchNum: 1, Appends: []*batchfmt.AppendInput{in}}, nil, nil)}}
 	start := time.Now()
 	resp := c.Commit(context.Background(), req)
-	if resp.Error == nil || resp.Error.Code != committer.CodeStorage {
+	if resp.Error == nil || resp.Error.Code != wire.CodeStorage {
 		t.Fatalf("answer %+v, want CodeStorage", resp.Error)
 	}
 	if took := time.Since(start); took > 2*time.Second {

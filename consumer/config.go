@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -69,14 +68,12 @@ type Config struct {
 	// AckRecords: pending acknowledgements covering this many records are written at once,
 	// without waiting for AckInterval. Default 10000; must be > 0.
 	AckRecords int
-	// Committer is the URL of a committer (a sluice serve daemon) that writes a
-	// group's checkpoints with its commits, while the manifest names none; a live one it names
-	// is used first. With none answering the member writes them itself. Default "".
-	Committer string
-	// CommitterToken is the bearer token for the committer's API.
-	CommitterToken string
-	// CommitterCaller sends the checkpoint requests. Default nil: HTTP with CommitterToken.
-	CommitterCaller committer.Caller
+	// Committer says how a group member reaches the stream's committer (a sluice serve
+	// daemon), which writes its checkpoints with its commits: its URL while the manifest
+	// names none live (a live one it names is asked first), its token, an in-process one.
+	// With none answering the member writes them itself. Default zero: write them directly
+	// unless the manifest names a committer.
+	Committer commitclient.Config
 	// Backoff between retries of failed object and manifest reads.
 	Backoff manifest.Backoff
 	// FetchAttempts is how many times a failed object read (other than a missing or corrupt
@@ -144,10 +141,8 @@ func (c *Config) Validate() error {
 	if c.ObjectStore == nil {
 		bad("object store is required")
 	}
-	if c.Committer != "" {
-		if u, err := url.Parse(c.Committer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("committer %q is not an http(s) URL", c.Committer)
-		}
+	if err := c.Committer.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
 		bad("manifest path: %v", err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 )
 
@@ -36,17 +37,16 @@ type Consumer struct {
 	nextMu sync.Mutex // serialises Next
 
 	mu        sync.Mutex
-	low       uint64                 // checkpoint candidate: every seq_num below it is acknowledged
-	written   uint64                 // the checkpoint in the manifest, as far as we know
-	delivered uint64                 // every seq_num below it was handed out (or skipped)
-	acked     []seqRange             // acknowledged ranges above low, sorted, disjoint, not touching low
-	fenced    error                  // sticky *FencedError, or manifest.ErrGenerationChanged
-	role      manifest.CommitterRole // the stream's committer, as last read
-	// directUntil: the committer failed; write checkpoints directly until then.
-	directUntil time.Time
-	pendingAt   time.Time // when the first unwritten ack arrived (zero: none)
-	closed      bool
-	ts          tsTrack // timestamps of the delivered records not yet acknowledged
+	low       uint64     // checkpoint candidate: every seq_num below it is acknowledged
+	written   uint64     // the checkpoint in the manifest, as far as we know
+	delivered uint64     // every seq_num below it was handed out (or skipped)
+	acked     []seqRange // acknowledged ranges above low, sorted, disjoint, not touching low
+	fenced    error      // sticky *FencedError, or manifest.ErrGenerationChanged
+	// cc sends checkpoints to the stream's committer, and says when to write them directly.
+	cc        *commitclient.Client
+	pendingAt time.Time // when the first unwritten ack arrived (zero: none)
+	closed    bool
+	ts        tsTrack // timestamps of the delivered records not yet acknowledged
 
 	lagMu   sync.Mutex // serialises lag gauge updates, and their removal on Close
 	lag     *lagMetrics
@@ -92,6 +92,10 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cc, err := commitclient.New(cfg.Committer)
+	if err != nil {
+		return nil, err // Validate checked it
+	}
 	r, err := NewReader(cfg)
 	if err != nil {
 		return nil, err
@@ -122,7 +126,8 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, role: snap.State.Committer,
+	cc.Observe(snap.State.Committer)
+	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, cc: cc,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, lagSrc: &lagSource{}, stream: cfg.StreamName}
 	if c.stream == "" {
@@ -353,8 +358,8 @@ func (c *Consumer) flush(ctx context.Context) error {
 		// Nothing new; still tell a fenced member so on an explicit flush.
 		return nil
 	}
-	if url := c.committerURL(); url != "" {
-		if done, err := c.flushVia(ctx, url, low); done {
+	if c.cc.URL() != "" {
+		if done, err := c.flushVia(ctx, low); done {
 			return err
 		}
 	}
@@ -387,9 +392,7 @@ func (c *Consumer) flush(ctx context.Context) error {
 	if ferr := c.checkState(snap.State); ferr != nil {
 		return ferr
 	}
-	c.mu.Lock()
-	c.role = snap.State.Committer
-	c.mu.Unlock()
+	c.cc.Observe(snap.State.Committer)
 	c.wrote(snap.State.Groups[c.group].Checkpoint)
 	return nil
 }

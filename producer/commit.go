@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -18,17 +18,15 @@ type commitState struct {
 	// stale: the manifest moved on since snap (a committer wrote for us): read it before
 	// writing directly.
 	stale bool
-	// role is the committer role of the committer's last answer (fresher than snap's).
-	role manifest.CommitterRole
-	// client sends commit requests to the stream's committer; directUntil is when to ask
-	// one again after it failed.
-	client      committer.Caller
-	directUntil time.Time
+	// client sends commit requests to the stream's committer, and says when to commit
+	// directly instead.
+	client *commitclient.Client
 }
 
-// setSnap makes snap the manifest the committer works from.
+// setSnap makes snap, just read or written, the manifest the commit loop works from.
 func (p *Producer) setSnap(snap *manifest.Snapshot) {
 	p.c.snap = snap
+	p.c.client.Observe(snap.State.Committer)
 	p.c.index = p.c.index.WithState(snap.State)
 	p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
 }
@@ -95,8 +93,8 @@ func (p *Producer) commitGroup(group []*batch) {
 		if !p.refreshStale(group) {
 			return // stopping, or a batch of the group expired: nextGroup takes what is left
 		}
-		if url := p.committerURL(); url != "" {
-			if p.commitRemote(group, url) {
+		if p.c.client.URL() != "" {
+			if p.commitRemote(group) {
 				return
 			}
 			continue // recover, then commit directly

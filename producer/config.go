@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -73,15 +72,12 @@ type Config struct {
 	// process only once the previous process is gone for good: wait CommitDeadline after it
 	// died before reusing its id, so that no manifest write of the old process can still land.
 	ProducerID string
-	// Committer is the URL of a committer (a sluice serve daemon) to send commits to
-	// while the stream's manifest names none; a live one it names is used first. Batches are
-	// still uploaded by the producer. With none reachable the producer commits directly.
-	// Default "": commit directly unless the manifest names a committer.
-	Committer string
-	// CommitterToken is the bearer token for the committer's API (serve --auth-token).
-	CommitterToken string
-	// CommitterCaller sends the commit requests. Default nil: HTTP with CommitterToken.
-	CommitterCaller committer.Caller
+	// Committer says how to reach the stream's committer (a sluice serve daemon): its URL
+	// while the manifest names none live (a live one it names is asked first), its token,
+	// an in-process one. Batches are still uploaded by the producer; with no committer
+	// answering it commits directly. Default zero: commit directly unless the manifest
+	// names a committer. Its clock defaults to Now.
+	Committer commitclient.Config
 	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
 	// records, 1 MiB).
 	Batching batchfmt.BatchingConfig
@@ -175,10 +171,8 @@ func (c *Config) Validate() error {
 	if err := c.Backoff.Validate(); err != nil {
 		bad("%v", err)
 	}
-	if c.Committer != "" {
-		if u, err := url.Parse(c.Committer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("committer %q is not an http(s) URL", c.Committer)
-		}
+	if err := c.Committer.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if len(c.ProducerID) > 128 {
 		bad("producer id is %d bytes, more than 128", len(c.ProducerID))

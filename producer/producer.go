@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -87,6 +87,16 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		m.unregister(cfg.Registerer)
 		return nil, fmt.Errorf("producer: register metrics: %w", err)
 	}
+	ccfg := cfg.Committer
+	if ccfg.Now == nil {
+		ccfg.Now = cfg.Now
+	}
+	cc, err := commitclient.New(ccfg)
+	if err != nil {
+		m.unregister(cfg.Registerer)
+		return nil, err // Validate checked it
+	}
+	cc.Observe(snap.State.Committer)
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{
 		cfg: cfg, store: cfg.ObjectStore, log: cfg.Logger.With("producer_id", cfg.ProducerID), m: m,
@@ -94,11 +104,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		kick: kicks{upload: make(chan struct{}, cfg.UploadConcurrency), commit: make(chan struct{}, 1),
 			linger: make(chan struct{}, 1), expiry: make(chan struct{}, 1)},
 		nextNum: 1, room: newRoom(), progress: make(chan struct{}),
-		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State),
-			client: cfg.CommitterCaller},
-	}
-	if p.c.client == nil {
-		p.c.client = &committer.Client{Token: cfg.CommitterToken}
+		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State), client: cc},
 	}
 	if ps, ok := snap.State.Producer(p.id); ok {
 		// The id was used before (a restart with a fixed id): continue its batch numbers.

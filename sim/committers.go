@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
+	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/manifest"
 )
 
@@ -75,15 +77,15 @@ func (n *simNet) set(url string, c *committer.Committer) {
 	}
 }
 
-// Commit implements committer.Caller.
-func (n *simNet) Commit(ctx context.Context, url string, req *committer.Request) (*committer.Response, error) {
+// Commit implements commitclient.Transport.
+func (n *simNet) Commit(ctx context.Context, url string, req *wire.Request) (*wire.Response, error) {
 	sc := &n.h.sc
 	n.mu.Lock()
 	c := n.at[url]
 	roll, pause := n.r.Float64(), n.r.Float64() < sc.Pauses
 	n.mu.Unlock()
 	if c == nil {
-		return nil, fmt.Errorf("%w: no committer at %s", committer.ErrUnreachable, url)
+		return nil, fmt.Errorf("%w: no committer at %s", commitclient.ErrUnreachable, url)
 	}
 	if roll < sc.LostRequests {
 		n.count(&n.lost)

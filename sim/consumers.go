@@ -96,7 +96,7 @@ func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer
 	cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 2}
 	cfg.FetchAttempts = 10
 	if h.sc.Committers > 0 {
-		cfg.CommitterCaller = h.net // checkpoints go to the committer the manifest names
+		cfg.Committer.Transport = h.net // checkpoints go to the committer the manifest names
 	}
 	return cfg
 }

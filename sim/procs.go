@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
@@ -69,7 +70,7 @@ func (h *harness) producerConfig(store objectstore.Store, id string) producer.Co
 	cfg.StreamConfig.QueueMode = h.sc.Queue
 	cfg.DeliveryTimeout = h.sc.DeliveryTimeout
 	if h.sc.Committers > 0 {
-		cfg.Committer, cfg.CommitterCaller = committerURL(0), h.net
+		cfg.Committer = commitclient.Config{URL: committerURL(0), Transport: h.net}
 	}
 	return cfg
 }

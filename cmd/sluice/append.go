@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/producer"
 )
 
@@ -145,7 +146,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		}
 	}
 	p, err := e.newProducer(ctx, st, f.create, f.deliveryTimeout, func(c *producer.Config) {
-		c.Committer, c.CommitterToken = f.committer, f.committerToken
+		c.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}
 	})
 	if err != nil {
 		return err

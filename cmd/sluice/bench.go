@@ -232,7 +232,7 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 		pcfg := producer.DefaultConfig()
 		pcfg.FlushInterval = f.flushInterval
 		pcfg.DeliveryTimeout = defaultCLIDeliveryTimeout
-		pcfg.Committer = f.committer
+		pcfg.Committer.URL = f.committer
 		t, err := bench.NewStoreTarget(e.store, f.basin, stream, pcfg, e.log)
 		if err != nil {
 			return err

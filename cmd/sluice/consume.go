@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -170,7 +171,7 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	cfg.DataPathPrefix = st.DataPrefix
 	cfg.Group = f.group
 	cfg.AckInterval = f.ackInterval
-	cfg.Committer, cfg.CommitterToken = f.committer, f.committerToken
+	cfg.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}
 	cfg.MaxBatchRecords = f.batch
 	cfg.Logger = e.log
 	cfg.StreamName = name

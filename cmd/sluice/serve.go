@@ -219,13 +219,12 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 				log.Warn("giving up the committer roles", "err", err)
 			}
 		}()
-		ecfg.Producer.Committer = advertise
 		// Its own streams' commits go to it in process; others' to the daemon holding the
 		// role, with the token the daemons of one deployment share.
-		ecfg.Producer.CommitterCaller = &committer.Local{Committer: com, Next: &committer.Client{Token: f.authToken}}
+		ecfg.Producer.Committer.URL, ecfg.Producer.Committer.Local = advertise, com
 		log.Info("serving as committer", slog.String("advertise_url", advertise))
 	}
-	ecfg.Producer.CommitterToken = f.authToken // for other daemons' committers
+	ecfg.Producer.Committer.Token = f.authToken // for other daemons' committers
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package committer
+package wire
 
 import (
 	"encoding/hex"
@@ -10,6 +10,10 @@ import (
 
 // Path is where a committer takes commit requests, under its URL.
 const Path = "/sluice/v1/commit"
+
+// MaxBodyBytes bounds a request's or an answer's body: 256 batches of 1000 appends' metadata
+// stay well below it.
+const MaxBodyBytes = 64 << 20
 
 // Request asks the committer to commit a producer's uploaded batches, in order, to the
 // stream whose manifest is at ManifestPath in the committer's store. It carries what
@@ -119,61 +123,8 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("committer: %s: %s", e.Code, e.Message) }
 
-// NewBatch builds the wire form of a producer's batch. skip[j] (nil: none) marks appends
-// whose chain failed before; chains numbers the appends' chains (0: none).
-func NewBatch(b *manifest.Batch, skip []bool, chains []int) Batch {
-	out := Batch{Key: b.Key, ObjectBytes: b.ObjectBytes, BatchNum: b.BatchNum, ArrivalMs: b.ArrivalMs,
-		Appends: make([]Append, len(b.Appends))}
-	for i, in := range b.Appends {
-		a := &out.Appends[i]
-		a.MatchSeqNum, a.FencingToken = in.MatchSeqNum, in.FencingToken
-		a.Metered = uint64(in.MeteredSize())
-		if skip != nil {
-			a.Skip = skip[i]
-		}
-		if chains != nil {
-			a.Chain = chains[i]
-		}
-		a.Records = make([]Record, len(in.Records))
-		for j := range in.Records {
-			r := &in.Records[j]
-			if r.HasTimestamp {
-				ts := r.Timestamp
-				a.Records[j].Timestamp = &ts
-			}
-			if cmd := r.Command(); cmd != "" {
-				a.Records[j].Command, a.Records[j].Arg = cmd, r.Body
-			}
-		}
-	}
-	return out
-}
-
-// manifestBatch is the commit step's form of b, for producer id.
-func (b *Batch) manifestBatch(id string) *manifest.Batch {
-	mb := &manifest.Batch{Key: b.Key, ObjectBytes: b.ObjectBytes, ProducerID: id, BatchNum: b.BatchNum,
-		ArrivalMs: b.ArrivalMs, Appends: make([]*batchfmt.AppendInput, len(b.Appends)), Metered: make([]uint64, len(b.Appends))}
-	for i := range b.Appends {
-		a := &b.Appends[i]
-		in := &batchfmt.AppendInput{MatchSeqNum: a.MatchSeqNum, FencingToken: a.FencingToken, Records: make([]batchfmt.Record, len(a.Records))}
-		for j, r := range a.Records {
-			rec := &in.Records[j]
-			if r.Timestamp != nil {
-				rec.Timestamp, rec.HasTimestamp = *r.Timestamp, true
-			}
-			if r.Command != "" {
-				rec.Headers = []batchfmt.Header{{Value: []byte(r.Command)}}
-				rec.Body = r.Arg
-			}
-		}
-		mb.Appends[i] = in
-		mb.Metered[i] = a.Metered
-	}
-	return mb
-}
-
-// validate reports what is wrong with r, or nil.
-func (r *Request) validate() error {
+// Validate reports what is wrong with r, or nil.
+func (r *Request) Validate() error {
 	if r.ManifestPath == "" || (len(r.Batches) == 0 && len(r.Checkpoints) == 0) {
 		return fmt.Errorf("a request needs a manifest path, and batches or checkpoints")
 	}
@@ -192,4 +143,21 @@ func (r *Request) validate() error {
 		}
 	}
 	return nil
+}
+
+// Fits reports whether r answers req: one result per batch (with one per append, unless a
+// duplicate) and per checkpoint. An answer that does not fit leaves the outcome unknown.
+func (r *Response) Fits(req *Request) bool {
+	if r.Error != nil {
+		return true
+	}
+	if len(r.Batches) != len(req.Batches) || len(r.Checkpoints) != len(req.Checkpoints) {
+		return false
+	}
+	for i := range r.Batches {
+		if !r.Batches[i].Duplicate && len(r.Batches[i].Appends) != len(req.Batches[i].Appends) {
+			return false
+		}
+	}
+	return true
 }
