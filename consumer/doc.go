@@ -4,7 +4,7 @@
 // A stream is a manifest (package manifest) plus immutable batch objects (package batchfmt)
 // in an object store (package objectstore). A reader loads the manifest, walks its entries
 // (across sealed segments) in seq_num order, fetches the batch objects, skips the appends
-// the committer rejected, numbers the remaining records from each entry's FirstSeq and
+// the commit rejected, numbers the remaining records from each entry's FirstSeq and
 // replays their timestamps with the entry's Clock, so a read sees exactly the positions the
 // commits assigned. Nothing is written by a Reader.
 //
@@ -65,7 +65,10 @@
 // checkpoint on. Ack(seq) and AckThrough(seq) acknowledge delivered records; the
 // checkpoint (the first seq_num not acknowledged) is written with a conditional manifest
 // write AckInterval after the first pending acknowledgement, when AckRecords records are
-// pending, and on Flush and Close. A fenced member learns it from its reads or its next
+// pending, and on Flush and Close; while the stream has a committer (the manifest's live
+// role, or Config.Committer), the member sends it the checkpoint instead, to be written with
+// its commits, through the same commitclient.Client producers use, and writes it itself
+// when none answers. A fenced member learns it from its reads or its next
 // checkpoint write and gets *FencedError from then on (from Ack, Next, Flush, Close); its
 // unwritten acknowledgements are lost and the records go to the newer member again
 // (at-least-once). Several named groups on one stream each keep their own epoch and

@@ -19,7 +19,7 @@ import (
 //
 // Any state but writing and maybeWritten may also go to resolved by failing (delivery
 // timeout, a producer failure, Close); a batch a write may have committed is resolved only
-// from what the manifest says, or by Close as ErrOutcomeUnknown. The committer re-uploads a
+// from what the manifest says, or by Close as ErrOutcomeUnknown. The commit loop re-uploads a
 // stale batch (CommitDeadline) without changing its state.
 type batchState uint8
 
@@ -27,7 +27,7 @@ const (
 	stateOpen         batchState = iota // Producer.open: taking appends
 	stateSealed                         // flushed: in pending and toUpload
 	stateUploading                      // an uploader is storing its object
-	stateUploaded                       // its object is stored: the committer's to take
+	stateUploaded                       // its object is stored: the commit loop's to take
 	stateWriting                        // a manifest write holding it is in flight
 	stateMaybeWritten                   // a write holding it had an unknown outcome
 	stateResolved                       // its tickets resolved; nothing more is done with it
@@ -50,7 +50,7 @@ var allowed = [...][]batchState{
 
 // batch is one batch object: the appends flushed together, from open to commit. Its fields
 // are guarded by Producer.mu, except data, key and uploadStart, which only the goroutine
-// that holds the batch (an uploader while uploading, the committer after) touches.
+// that holds the batch (an uploader while uploading, the commit loop after) touches.
 type batch struct {
 	num     uint64
 	state   batchState
@@ -107,7 +107,7 @@ func (b *batch) outcome(err error) error {
 	return err
 }
 
-// ready reports whether the committer may take b: its object is stored.
+// ready reports whether the commit loop may take b: its object is stored.
 func (b *batch) ready() bool {
 	return b.state == stateUploaded || b.state == stateMaybeWritten
 }

@@ -85,7 +85,7 @@ func waitFailed(t *testing.T, tk *Ticket, what string) error {
 }
 
 // The store stops answering while a manifest write is in flight, as it will under steady
-// traffic: the committer waits in that write, and the later batch, whose upload hangs too,
+// traffic: the commit loop waits in that write, and the later batch, whose upload hangs too,
 // still fails.
 func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{})}
@@ -121,7 +121,7 @@ func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 	closeProducer(t, p)
 }
 
-// Manifest writes keep failing with an unknown outcome while uploads succeed: the committer
+// Manifest writes keep failing with an unknown outcome while uploads succeed: the commit loop
 // retries the first batch's write, which may have committed it, so the first batch is not
 // failed; the later batch, stored but held by no write, fails, naming the manifest's error
 // (as text: it does not match ErrOutcomeUnknown); its buffer space is freed; and once writes

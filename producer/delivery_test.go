@@ -73,7 +73,7 @@ func TestDeliveryTimeoutFailsRefusedUploads(t *testing.T) {
 }
 
 // Uploads that never return (a hung store) cannot fail the appends themselves: the
-// committer's timer does. The hung upload's object, stored once the store recovers, is not
+// expiry timer does. The hung upload's object, stored once the store recovers, is not
 // in the stream.
 func TestDeliveryTimeoutHungUpload(t *testing.T) {
 	mem := newStreamStore(t)
@@ -189,7 +189,7 @@ func TestDeliveryTimeoutSparesHeldBatches(t *testing.T) {
 	s.mu.Lock()
 	s.refuse = false
 	s.mu.Unlock()
-	close(s.release) // the held write fails with an unknown outcome; the committer retries it
+	close(s.release) // the held write fails with an unknown outcome; the commit loop retries it
 	if err := <-flushed; err != nil {
 		t.Fatalf("Flush: %v", err)
 	}

@@ -28,14 +28,21 @@
 // FlushInterval after its first append, at FlushSizeBytes, on Flush or Close, or when Append
 // waits for space) → uploading (stored create-only under a fresh time-sortable key by one of
 // UploadConcurrency uploaders, retried with backoff, each attempt under a new key) →
-// uploaded → writing (one committer applies the oldest uploaded batches, up to
+// uploaded → writing (the commit loop applies the oldest uploaded batches, up to
 // MaxGroupBatches, to the manifest with manifest.State.Apply and writes it with If-Match) →
 // resolved. A write that fails without effect returns its batches to uploaded; one with an
-// unknown outcome leaves them maybe-written, and the committer re-reads the manifest and
+// unknown outcome leaves them maybe-written, and the commit loop re-reads the manifest and
 // looks its producer id and batch numbers up in the producer table before anything else, so
 // that nothing is committed twice. A batch whose upload began more than CommitDeadline ago
 // is uploaded again before a write, so the manifest never names an object the collector may
 // have deleted.
+//
+// "Committer" names only the stream's committer (package committer: a daemon that commits
+// many writers' batches in one write). When the manifest names a live one, or
+// Config.Committer gives one, the commit loop sends it the write instead of writing the
+// manifest itself; a commitclient.Client decides where to send it and when to write
+// directly instead (none answering, or one that failed within DirectFor). A request whose
+// outcome is unknown leaves its batches maybe-written, as a direct write would.
 //
 // DeliveryTimeout, when set, fails a batch that no write may have committed once its
 // deadline passes, with every batch after it. A store that ignores conditional writes
@@ -48,7 +55,7 @@
 //
 // # Goroutines, logs, metrics
 //
-// A Producer owns its uploaders, one committer, a flush timer, Submit's linger loop and,
+// A Producer owns its uploaders, its commit loop, a flush timer, Submit's linger loop and,
 // with DeliveryTimeout, an expiry timer; Close stops them and waits. Logs go to
 // Config.Logger; metrics (sluice_producer_*, labelled with the producer id) to
 // Config.Registerer, unregistered by Close.

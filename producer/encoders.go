@@ -21,7 +21,7 @@ func (p *Producer) encoderLocked() *batchfmt.Encoder {
 
 // recycleLocked keeps a committed batch's encoder for reuse, while the kept encoders' buffers
 // stay within MaxInFlightBytes: one manifest write may commit many batches at once, and at
-// full speed each new batch would otherwise start from a fresh buffer. Only the committer
+// full speed each new batch would otherwise start from a fresh buffer. Only the commit loop
 // calls it, for batches it resolved from a manifest: no uploader holds their bytes any more.
 func (p *Producer) recycleLocked(b *batch) {
 	if b.enc != nil && !p.closing {

@@ -1,6 +1,6 @@
 package producer
 
-// Failing the producer (failAllLocked, failUnwrittenLocked) while the committer works.
+// Failing the producer (failAllLocked, failUnwrittenLocked) while the commit loop works.
 
 import (
 	"context"
@@ -46,8 +46,8 @@ func (s *gateWriteStore) Put(ctx context.Context, key string, body io.Reader, si
 	return s.Store.Put(ctx, key, body, size, cond)
 }
 
-// An uploader fails the producer while the committer's manifest write for an earlier batch
-// is in flight: that batch is left to the committer, which resolves it once, from its write
+// An uploader fails the producer while the commit loop's manifest write for an earlier batch
+// is in flight: that batch is left to the commit loop, which resolves it once, from its write
 // (when an uploader failed every batch, the write's success resolved it again: close of a
 // closed channel, a panic that crashed the daemon). The scenario runs in a child process so
 // that a panic fails this test instead of the package's run.

@@ -18,7 +18,7 @@ import (
 
 // A fixed producer id whose row was evicted from the producer table restarts its batch
 // numbers at 1, so the manifest still holds an entry of an earlier run under the same
-// (producer id, batch number). When the first write of the new run fails, the committer must
+// (producer id, batch number). When the first write of the new run fails, the commit loop must
 // not take that old entry for its own batch: the new append would be acknowledged with the
 // old records' positions and never committed.
 func TestEvictedRowRestartDoesNotResolveFromOldEntry(t *testing.T) {

@@ -47,7 +47,7 @@ func (p *Producer) resolveLocked(b *batch, results []manifest.AppendResult, tail
 }
 
 // failAllLocked makes err the producer's failure: it refuses new appends, and every pending
-// ticket fails with err (joined with ErrOutcomeUnknown where a write holding it was sent). Only the committer calls it, when no write of it is in flight.
+// ticket fails with err (joined with ErrOutcomeUnknown where a write holding it was sent). Only the commit loop calls it, when no write of it is in flight.
 func (p *Producer) failAllLocked(err error) {
 	p.setFatalLocked(err)
 	p.sealLocked()
@@ -58,8 +58,8 @@ func (p *Producer) failAllLocked(err error) {
 	p.toUpload = nil
 }
 
-// failUnwrittenLocked is failAllLocked from outside the committer (an uploader): the batches
-// a manifest write may have committed are left to the committer, the rest fail with err.
+// failUnwrittenLocked is failAllLocked from outside the commit loop (an uploader): the batches
+// a manifest write may have committed are left to the commit loop, the rest fail with err.
 func (p *Producer) failUnwrittenLocked(err error) {
 	p.setFatalLocked(err)
 	p.sealLocked()
@@ -74,8 +74,8 @@ func (p *Producer) setFatalLocked(err error) {
 }
 
 // unwrittenLocked returns the index of the oldest pending batch that no manifest write may
-// have committed. The committer takes batches as a prefix of pending, so it and every batch
-// after it are not in the stream; the batches before it are the committer's to resolve.
+// have committed. The commit loop takes batches as a prefix of pending, so it and every batch
+// after it are not in the stream; the batches before it are the commit loop's to resolve.
 func (p *Producer) unwrittenLocked() int {
 	i := 0
 	for i < len(p.pending) && p.pending[i].mayBeCommitted() {
@@ -85,7 +85,7 @@ func (p *Producer) unwrittenLocked() int {
 }
 
 // dropFromLocked fails the appends of pending[i:] and of the open batch, each batch with
-// errOf(it). Uploaders and the committer leave resolved batches alone. It returns how many
+// errOf(it). Uploaders and the commit loop leave resolved batches alone. It returns how many
 // batches and appends it failed.
 func (p *Producer) dropFromLocked(i int, errOf func(*batch) error) (batches, appends int) {
 	dropped := append([]*batch(nil), p.pending[i:]...)

@@ -12,7 +12,7 @@ import (
 var errExpired = errors.New("producer: batch expired")
 
 // uploadLoop is one uploader: it takes sealed batches, encodes and stores them, and hands
-// them to the committer.
+// them to the commit loop.
 func (p *Producer) uploadLoop() {
 	defer p.wg.Done()
 	for {
@@ -86,7 +86,7 @@ func (p *Producer) upload(b *batch) error {
 		p.m.uploadErrors.Inc()
 		if errors.Is(err, objectstore.ErrConditionsUnsupported) {
 			// The server ignores conditional writes, which the store now refuses for good:
-			// nothing can be committed. A write in flight is the committer's to resolve.
+			// nothing can be committed. A write in flight is the commit loop's to resolve.
 			p.mu.Lock()
 			p.failUnwrittenLocked(fmt.Errorf("producer: %w", err))
 			p.mu.Unlock()
