@@ -9,9 +9,9 @@ import (
 )
 
 // flushVia asks the stream's committer (the commit client's route) to write the group's
-// checkpoint low with its next commit. done is false when it did not answer (or could not
-// write it): the caller writes the checkpoint itself, and the client routes the next ones
-// directly for a while. A checkpoint is idempotent (it never moves backwards), so writing
+// checkpoint low with its next commit. done is false when there is none to ask now, or it
+// did not answer (or could not write it): the caller writes the checkpoint itself, and
+// after a failure the client routes the next ones directly for a while. A checkpoint is idempotent (it never moves backwards), so writing
 // it again after an unknown outcome is safe.
 func (c *Consumer) flushVia(ctx context.Context, low uint64) (done bool, err error) {
 	req := &wire.Request{ManifestPath: c.r.cfg.ManifestPath, Generation: wire.Generation(c.gen),

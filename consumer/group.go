@@ -358,10 +358,8 @@ func (c *Consumer) flush(ctx context.Context) error {
 		// Nothing new; still tell a fenced member so on an explicit flush.
 		return nil
 	}
-	if c.cc.URL() != "" {
-		if done, err := c.flushVia(ctx, low); done {
-			return err
-		}
+	if done, err := c.flushVia(ctx, low); done {
+		return err
 	}
 	var stale *manifest.StaleEpochError
 	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath, manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
