@@ -22,21 +22,21 @@
 // Header.IndexLen more if the index is longer than that read), then reads its stream's
 // section by its byte range.
 //
-//	 0       4   5    6      8              16             24                 40
-//	 +-------+---+----+------+--------------+--------------+------------------+
-//	 | "SLJ1"| v | k  | 0  0 | journal id   | number       | nonce (16 bytes) |
-//	 +-------+---+----+------+--------------+--------------+------------------+
-//	 40              48           52               60            64
-//	 +---------------+------------+----------------+-------------+
-//	 | written at ms | index len  | 0 (8 bytes)    | CRC32C      |
-//	 +---------------+------------+----------------+-------------+
-//	 v: format version (1); k: kind (1 window, 2 fence). The CRC (Castagnoli) covers bytes
-//	 0..60 and the index.
+//	0       4   5    6      8              16             24                 40
+//	+-------+---+----+------+--------------+--------------+------------------+
+//	| "SLJ1"| v | k  | 0  0 | journal id   | number       | nonce (16 bytes) |
+//	+-------+---+----+------+--------------+--------------+------------------+
+//	40              48           52               60            64
+//	+---------------+------------+----------------+-------------+
+//	| written at ms | index len  | 0 (8 bytes)    | CRC32C      |
+//	+---------------+------------+----------------+-------------+
+//	v: format version (1); k: kind (1 window, 2 fence). The CRC (Castagnoli) covers bytes
+//	0..60 and the index.
 //
-//	 index (window only): n_sections { manifest_key generation[16] offset length
-//	                                    first_seq next_seq crc32c }*
-//	 sections: the bytes each index row names (offset from the start of the object),
-//	           each checked by its own CRC32C when it is read.
+//	index (window only): n_sections { manifest_key generation[16] offset length
+//	                                   first_seq next_seq crc32c }*
+//	sections: the bytes each index row names (offset from the start of the object),
+//	          each checked by its own CRC32C when it is read.
 //
 // A section's bytes are the stream's commit delta and records for that window, in the
 // encoding of the package that writes them; this package only frames and checks them. A
