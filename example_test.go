@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // A producer appends records to a stream in an object store (here in memory); a reader reads
@@ -74,14 +75,14 @@ func Example_namedStreamInDirectory() {
 	}
 	defer store.Close()
 
-	st, err := catalog.Locate("", "orders/eu") // root namespace, as `sluice append orders/eu`
+	st, err := stream.Locate("", "orders/eu") // root namespace, as `sluice append orders/eu`
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(st.ManifestPath, st.DataPrefix)
+	fmt.Println(st.ManifestKey(), st.DataPrefix())
 
 	pcfg := producer.DefaultConfig()
-	pcfg.ObjectStore, pcfg.ManifestPath, pcfg.DataPathPrefix = store, st.ManifestPath, st.DataPrefix
+	pcfg.ObjectStore, pcfg.Stream = store, st
 	p, err := producer.New(ctx, pcfg)
 	if err != nil {
 		log.Fatal(err)
@@ -109,7 +110,7 @@ func Example_namedStreamInDirectory() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("streams:", streams[0].Name)
+	fmt.Println("streams:", streams[0].Name())
 	// Output:
 	// streams/orders%2Feu/manifest streams/orders%2Feu/data
 	// acked seq_num 0

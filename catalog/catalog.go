@@ -1,223 +1,25 @@
-// Package catalog maps stream and basin names to places in an object store, and lists them.
+// Package catalog lists the streams and basins of an object store, and keeps basins' marker
+// objects.
 //
-// One store holds many streams. A stream is a pair (manifest path, data prefix) as far as the
-// manifest, producer and consumer packages are concerned; this package chooses the pair for a
-// name, so that the CLI, the daemon and library users agree on it.
+// Where a named stream lives is package stream's layout (stream.Locate): its manifest at
+// streams/<enc(name)>/manifest, its batch objects under .../data, and, in a basin,
+// basins/<basin>/streams/... instead. This package adds the basins' markers,
 //
-// Layout (every key below is relative to the store's own prefix):
-//
-//	streams/<enc(stream)>/manifest          streams outside any basin (the CLI's default)
-//	streams/<enc(stream)>/data/...          their batch and segment objects
 //	basins/<basin>/basin                    a basin's marker and settings (JSON)
-//	basins/<basin>/streams/<enc(stream)>/manifest
-//	basins/<basin>/streams/<enc(stream)>/data/...
 //
-// enc is an injective escaping of the name's bytes: ASCII letters, digits, '_' and '-' stand for
-// themselves and every other byte becomes '%' and two upper-case hex digits. An encoded name never
-// holds '/', '.', '~', or an empty string, so no name escapes its place ("..") and no two names
-// share a key prefix ("a" and "a/data" encode to "a" and "a%2Fdata", different path segments).
-//
-// An encoded name longer than MaxSegmentLen bytes (a 512-byte name may take 1536) is cut into
-// path segments of at most MaxSegmentLen bytes, never inside an escape, each but the last ending
-// in '~': file systems refuse longer path segments. The cut stays injective and prefix-free: a
-// segment ending in '~' is never the last one, and a last one never ends in '~'.
-//
-// Stream names are 1 to 512 bytes, as in the streams seed; any bytes are allowed. Basin names
-// follow S2: 8 to 48 characters of lower-case letters, digits and '-', neither first nor last '-'.
+// and walks the layout to list streams (ListStreams, StreamNames, AllStreams), basins
+// (ListBasins) and what deleted streams left behind (GoneStreams).
 package catalog
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
-
-// Name limits.
-const (
-	MaxStreamNameLen = 512
-	// MaxSegmentLen bounds one path segment of an encoded stream name (see the package doc).
-	MaxSegmentLen   = 200
-	MinBasinNameLen = 8
-	MaxBasinNameLen = 48
-)
-
-// ErrInvalidName is matched by every name validation error.
-var ErrInvalidName = errors.New("catalog: invalid name")
-
-// NameError says why a name was refused.
-type NameError struct {
-	Kind   string // "stream" or "basin"
-	Name   string
-	Reason string
-}
-
-func (e *NameError) Error() string {
-	return fmt.Sprintf("catalog: invalid %s name %q: %s", e.Kind, e.Name, e.Reason)
-}
-
-// Is matches ErrInvalidName.
-func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
-
-// ValidateStreamName reports why name cannot name a stream.
-func ValidateStreamName(name string) error {
-	switch {
-	case len(name) == 0:
-		return &NameError{Kind: "stream", Name: name, Reason: "must not be empty"}
-	case len(name) > MaxStreamNameLen:
-		return &NameError{Kind: "stream", Name: name[:32] + "…", Reason: fmt.Sprintf("is %d bytes, longer than %d", len(name), MaxStreamNameLen)}
-	}
-	return nil
-}
-
-// ValidateBasinName reports why name cannot name a basin.
-func ValidateBasinName(name string) error {
-	if len(name) < MinBasinNameLen || len(name) > MaxBasinNameLen {
-		return &NameError{Kind: "basin", Name: name, Reason: fmt.Sprintf("must be %d to %d characters, is %d", MinBasinNameLen, MaxBasinNameLen, len(name))}
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return &NameError{Kind: "basin", Name: name, Reason: fmt.Sprintf("character %q at %d is not a lower-case letter, digit or '-'", c, i)}
-		}
-	}
-	if name[0] == '-' || name[len(name)-1] == '-' {
-		return &NameError{Kind: "basin", Name: name, Reason: "must not start or end with '-'"}
-	}
-	return nil
-}
-
-// EncodeName escapes a stream name into one path segment (see the package doc).
-func EncodeName(name string) string {
-	var b strings.Builder
-	b.Grow(len(name))
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if unescaped(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-	return b.String()
-}
-
-func unescaped(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
-// DecodeName inverts EncodeName. It refuses any string EncodeName cannot produce.
-func DecodeName(enc string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(enc); i++ {
-		c := enc[i]
-		if unescaped(c) {
-			b.WriteByte(c)
-			continue
-		}
-		if c != '%' || i+2 >= len(enc) {
-			return "", fmt.Errorf("%w: %q is not an encoded stream name", ErrInvalidName, enc)
-		}
-		hi, lo := unhex(enc[i+1]), unhex(enc[i+2])
-		if hi < 0 || lo < 0 || unescaped(byte(hi<<4|lo)) {
-			return "", fmt.Errorf("%w: %q is not an encoded stream name", ErrInvalidName, enc)
-		}
-		b.WriteByte(byte(hi<<4 | lo))
-		i += 2
-	}
-	if b.Len() == 0 {
-		return "", fmt.Errorf("%w: empty encoded stream name", ErrInvalidName)
-	}
-	return b.String(), nil
-}
-
-// streamDir is the encoded name cut into path segments (see the package doc).
-func streamDir(name string) string {
-	enc := EncodeName(name)
-	if len(enc) <= MaxSegmentLen {
-		return enc
-	}
-	var b strings.Builder
-	for len(enc) > MaxSegmentLen {
-		cut := MaxSegmentLen - 1 // room for the '~'
-		// Never cut inside an escape: back up to its '%' when one of the last two bytes is it.
-		if i := strings.LastIndexByte(enc[cut-2:cut], '%'); i >= 0 {
-			cut = cut - 2 + i
-		}
-		b.WriteString(enc[:cut])
-		b.WriteString("~/")
-		enc = enc[cut:]
-	}
-	b.WriteString(enc)
-	return b.String()
-}
-
-// DecodeDir inverts the stream directory of a name (the encoded name, cut into segments).
-func DecodeDir(dir string) (string, error) {
-	segs := strings.Split(dir, "/")
-	var enc strings.Builder
-	for i, seg := range segs {
-		last := i == len(segs)-1
-		body, cont := strings.CutSuffix(seg, "~")
-		if cont == last || body == "" || len(seg) > MaxSegmentLen {
-			return "", fmt.Errorf("%w: %q is not an encoded stream directory", ErrInvalidName, dir)
-		}
-		enc.WriteString(body)
-	}
-	name, err := DecodeName(enc.String())
-	if err != nil {
-		return "", err
-	}
-	if streamDir(name) != dir {
-		return "", fmt.Errorf("%w: %q is not the canonical directory of its name", ErrInvalidName, dir)
-	}
-	return name, nil
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
-
-// Stream locates one stream in a store.
-type Stream struct {
-	Basin        string // "" for the root namespace
-	Name         string
-	ManifestPath string
-	DataPrefix   string
-}
-
-func streamsRoot(basin string) string {
-	if basin == "" {
-		return "streams/"
-	}
-	return "basins/" + basin + "/streams/"
-}
-
-// Locate returns where a stream lives. basin "" is the root namespace.
-func Locate(basin, name string) (Stream, error) {
-	var errs []error
-	if basin != "" {
-		errs = append(errs, ValidateBasinName(basin))
-	}
-	errs = append(errs, ValidateStreamName(name))
-	if err := errors.Join(errs...); err != nil {
-		return Stream{}, err
-	}
-	dir := streamsRoot(basin) + streamDir(name)
-	return Stream{Basin: basin, Name: name, ManifestPath: dir + "/manifest", DataPrefix: dir + "/data"}, nil
-}
 
 // cutDir splits a key below a streams root into the stream's directory (its segments ending
 // in '~' and the one after them) and the rest.
@@ -248,7 +50,7 @@ func BasinMarker(basin string) string { return "basins/" + basin + "/basin" }
 // names' ("a/x" escapes to "a%2Fx", below "a-1"; "a/" sorts after "a-1/"), so a page walks
 // every stream under the prefix and keeps the first limit names after startAfter: a listing
 // of N streams in pages costs N/limit walks of them.
-func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []Stream, more bool, err error) {
+func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startAfter string, limit int) (streams []stream.Stream, more bool, err error) {
 	limit = objectstore.PageLimit(limit)
 	var names []string
 	err = streamsUnder(ctx, s, basin, prefix, func(name string) {
@@ -269,7 +71,7 @@ func ListStreams(ctx context.Context, s objectstore.Store, basin, prefix, startA
 		names, more = names[:limit], true
 	}
 	for _, name := range names {
-		st, _ := Locate(basin, name)
+		st, _ := stream.Locate(basin, name)
 		streams = append(streams, st)
 	}
 	return streams, more, nil
@@ -290,18 +92,18 @@ func StreamNames(ctx context.Context, s objectstore.Store, basin, prefix string)
 // streamsUnder calls fn with the name of every stream of a basin whose name starts with
 // prefix (not tombstones), in the order of their store keys.
 func streamsUnder(ctx context.Context, s objectstore.Store, basin, prefix string, fn func(name string)) error {
-	root := streamsRoot(basin)
+	root := stream.Root(basin)
 	// Narrow the listing to the prefix while its encoding surely sits in the first segment;
 	// names are filtered by prefix below in any case.
 	encPrefix := root
-	if p := EncodeName(prefix); len(p) < MaxSegmentLen-3 {
+	if p := stream.EncodeName(prefix); len(p) < stream.MaxSegmentLen-3 {
 		encPrefix = root + p
 	}
 	return walkDirs(ctx, s, root, encPrefix, root, func(enc, tail string, o objectstore.ObjectInfo) bool {
 		if tail != "manifest" {
 			return true
 		}
-		name, derr := DecodeDir(enc)
+		name, derr := stream.DecodeDir(enc)
 		if derr != nil || !strings.HasPrefix(name, prefix) || o.Size == 0 {
 			return true // not ours, or a deleted stream's tombstone (see manifest.Handle.Create)
 		}
@@ -436,15 +238,15 @@ func basinsBelow(ctx context.Context, s objectstore.Store, g, prefix, startAfter
 }
 
 // AllStreams lists every stream of the store: the root namespace's, then each basin's.
-func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
-	var all []Stream
+func AllStreams(ctx context.Context, s objectstore.Store) ([]stream.Stream, error) {
+	var all []stream.Stream
 	listBasin := func(basin string) error {
 		names, err := StreamNames(ctx, s, basin, "")
 		if err != nil {
 			return err
 		}
 		for _, name := range names {
-			st, _ := Locate(basin, name)
+			st, _ := stream.Locate(basin, name)
 			all = append(all, st)
 		}
 		return nil
@@ -475,9 +277,9 @@ func AllStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 // after it, left behind for the collector (gc.Collector.Pass sweeps such a stream). It walks
 // the root namespace and every basin's directory, whether or not the basin still has its
 // marker (a deleted basin's streams are gone too).
-func GoneStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
-	var gone []Stream
-	visit := func(st Stream) { gone = append(gone, st) }
+func GoneStreams(ctx context.Context, s objectstore.Store) ([]stream.Stream, error) {
+	var gone []stream.Stream
+	visit := func(st stream.Stream) { gone = append(gone, st) }
 	if err := walkGone(ctx, s, "", visit); err != nil {
 		return nil, err
 	}
@@ -491,7 +293,7 @@ func GoneStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 			return gone, nil
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(page.Objects[0].Key, "basins/"), "/")
-		if ValidateBasinName(name) == nil {
+		if stream.ValidateBasinName(name) == nil {
 			if err := walkGone(ctx, s, name, visit); err != nil {
 				return nil, err
 			}
@@ -503,13 +305,13 @@ func GoneStreams(ctx context.Context, s objectstore.Store) ([]Stream, error) {
 // walkGone calls visit for each stream directory under basin's streams root that holds data
 // or segment objects but no manifest with content. The walk lists each directory's first data
 // and segment object and its manifest, and skips the rest of its runs (as ListStreams does).
-func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func(Stream)) error {
-	root := streamsRoot(basin)
+func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func(stream.Stream)) error {
+	root := stream.Root(basin)
 	cur, live, objects := "", false, false
 	flush := func() {
 		if cur != "" && objects && !live {
-			if name, err := DecodeDir(cur); err == nil {
-				if st, err := Locate(basin, name); err == nil {
+			if name, err := stream.DecodeDir(cur); err == nil {
+				if st, err := stream.Locate(basin, name); err == nil {
 					visit(st)
 				}
 			}

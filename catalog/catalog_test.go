@@ -2,118 +2,16 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
-
-func TestEncodeNameInjectiveAndSafe(t *testing.T) {
-	seed := testseed.Get(t)
-	r := rand.New(rand.NewPCG(seed, 0))
-	seen := map[string]string{}
-	names := []string{"a", "a/data", "a%2Fdata", "..", ".", "a/../b", "%", "%25", "orders/2024/03", "log.application.production", "MyStream", "mystream", "ünï côdé", "\x00"}
-	for i := 0; i < 2000; i++ {
-		b := make([]byte, 1+r.IntN(12))
-		for j := range b {
-			const alphabet = "ab/.%-_A\x00\xff"
-			b[j] = alphabet[r.IntN(len(alphabet))]
-		}
-		names = append(names, string(b))
-	}
-	for i := 0; i < 300; i++ {
-		b := make([]byte, 1+r.IntN(MaxStreamNameLen))
-		for j := range b {
-			const alphabet = "ab/.%-_A\x00\xff"
-			b[j] = alphabet[r.IntN(len(alphabet))]
-		}
-		names = append(names, string(b))
-	}
-	dirs := map[string]string{}
-	for _, n := range names {
-		dir := streamDir(n)
-		for _, seg := range strings.Split(dir, "/") {
-			if seg == "" || len(seg) > MaxSegmentLen {
-				t.Fatalf("streamDir(%q) = %q: segment %q empty or longer than %d", n, dir, seg, MaxSegmentLen)
-			}
-		}
-		if got, err := DecodeDir(dir); err != nil || got != n {
-			t.Fatalf("DecodeDir(streamDir(%q)) = %q, %v", n, got, err)
-		}
-		if prev, ok := dirs[dir]; ok && prev != n {
-			t.Fatalf("streamDir collides: %q and %q", prev, n)
-		}
-		dirs[dir] = n
-	}
-	// No stream's directory is a prefix of another's (as paths).
-	all := make([]string, 0, len(dirs))
-	for d := range dirs {
-		all = append(all, d+"/")
-	}
-	slices.Sort(all)
-	for i := 1; i < len(all); i++ {
-		if strings.HasPrefix(all[i], all[i-1]) {
-			t.Fatalf("directory %q is a prefix of %q", all[i-1], all[i])
-		}
-	}
-	for _, n := range names {
-		enc := EncodeName(n)
-		if enc == "" || strings.ContainsAny(enc, "/.") {
-			t.Fatalf("EncodeName(%q) = %q: empty or holds '/' or '.'", n, enc)
-		}
-		if prev, ok := seen[enc]; ok && prev != n {
-			t.Fatalf("EncodeName collides: %q and %q both give %q", prev, n, enc)
-		}
-		seen[enc] = n
-		dec, err := DecodeName(enc)
-		if err != nil || dec != n {
-			t.Fatalf("DecodeName(EncodeName(%q)) = %q, %v", n, dec, err)
-		}
-		if err := objectstore.ValidateKey("streams/" + enc + "/manifest"); err != nil {
-			t.Fatalf("key for %q is not a valid key: %v", n, err)
-		}
-	}
-}
-
-func TestDecodeNameRejectsNonCanonical(t *testing.T) {
-	for _, enc := range []string{"", "%", "%4", "%41", "%zz", "a.b", "a/b", "%2f"} {
-		if _, err := DecodeName(enc); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("DecodeName(%q) = %v, want ErrInvalidName", enc, err)
-		}
-	}
-}
-
-func TestNameValidation(t *testing.T) {
-	if err := ValidateStreamName(""); !errors.Is(err, ErrInvalidName) {
-		t.Errorf("empty stream name: %v", err)
-	}
-	if err := ValidateStreamName(strings.Repeat("x", 513)); !errors.Is(err, ErrInvalidName) {
-		t.Errorf("513-byte stream name: %v", err)
-	}
-	if err := ValidateStreamName(strings.Repeat("x", 512)); err != nil {
-		t.Errorf("512-byte stream name: %v", err)
-	}
-	for _, b := range []string{"short", "-leading-dash", "trailing-dash-", "UpperCase1", "has_underscore", strings.Repeat("a", 49)} {
-		if err := ValidateBasinName(b); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("basin %q accepted: %v", b, err)
-		}
-	}
-	for _, b := range []string{"my-basin", "basin123", strings.Repeat("a", 48)} {
-		if err := ValidateBasinName(b); err != nil {
-			t.Errorf("basin %q refused: %v", b, err)
-		}
-	}
-	if _, err := Locate("bad", ""); err == nil || !strings.Contains(err.Error(), "basin") || !strings.Contains(err.Error(), "stream") {
-		t.Errorf("Locate should report both problems, got %v", err)
-	}
-}
 
 // TestListStreamsSkipsDataAndPages: streams are listed (and paged by start_after) in the
 // lexicographic order of their names, which is not the order of their escaped store keys.
@@ -124,20 +22,20 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 	names := []string{"a", "a/data", "a.b", "a-1", "ab", "A", "a_", "b", "device-001", "device-002", "device-003", "z", long, long + "y", strings.Repeat("é/", 128), long[:199] + "%"}
 	for _, basin := range []string{"", "my-basin"} {
 		for _, n := range names {
-			st, err := Locate(basin, n)
+			st, err := stream.Locate(basin, n)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < 5; i++ {
-				mustPut(t, s, st.DataPrefix+"/obj"+string(rune('0'+i)))
-				mustPut(t, s, st.ManifestPath+".seg/seg"+string(rune('0'+i)))
+				mustPut(t, s, st.DataPrefix()+"/obj"+string(rune('0'+i)))
+				mustPut(t, s, st.ManifestKey()+".seg/seg"+string(rune('0'+i)))
 			}
-			mustPut(t, s, st.ManifestPath)
+			mustPut(t, s, st.ManifestKey())
 		}
 	}
 	// A deleted stream's tombstone (an empty manifest) is not listed.
-	gone, _ := Locate("", "gone")
-	if _, err := objectstore.PutBytes(ctx, s, gone.ManifestPath, nil, objectstore.Unconditional()); err != nil {
+	gone, _ := stream.Locate("", "gone")
+	if _, err := objectstore.PutBytes(ctx, s, gone.ManifestKey(), nil, objectstore.Unconditional()); err != nil {
 		t.Fatal(err)
 	}
 	mustPut(t, s, BasinMarker("my-basin"))
@@ -149,7 +47,7 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 		}
 		var gotNames []string
 		for _, st := range got {
-			gotNames = append(gotNames, st.Name)
+			gotNames = append(gotNames, st.Name())
 		}
 		want := slices.Clone(names) // in the order S2 lists: lexicographic by name
 		slices.Sort(want)
@@ -169,12 +67,12 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, st := range page {
-				paged = append(paged, st.Name)
+				paged = append(paged, st.Name())
 			}
 			if !more {
 				break
 			}
-			after = page[len(page)-1].Name
+			after = page[len(page)-1].Name()
 		}
 		if !slices.Equal(paged, want) {
 			t.Fatalf("paged: got %q want %q", paged, want)
@@ -185,7 +83,7 @@ func TestListStreamsSkipsDataAndPages(t *testing.T) {
 		t.Fatalf("AllStreams: %d streams, %v; want %d", len(all), err, 2*len(names))
 	}
 	for i, st := range all {
-		if (i < len(names)) != (st.Basin == "") {
+		if (i < len(names)) != (st.Basin() == "") {
 			t.Fatalf("AllStreams: root streams must come first: %+v", all)
 		}
 	}
@@ -206,21 +104,6 @@ func mustPut(t *testing.T, s objectstore.Store, key string) {
 	}
 }
 
-func FuzzDecodeName(f *testing.F) {
-	for _, s := range []string{"a", "%2F", "a%2Fdata", "%", "%zz"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, enc string) {
-		name, err := DecodeName(enc)
-		if err != nil {
-			return
-		}
-		if EncodeName(name) != enc {
-			t.Fatalf("DecodeName accepted non-canonical %q (-> %q)", enc, name)
-		}
-	})
-}
-
 // listCounter counts List calls.
 type listCounter struct {
 	objectstore.Store
@@ -239,18 +122,18 @@ func TestListStreamsRequests(t *testing.T) {
 	s := &listCounter{Store: objectstore.NewMemStore()}
 	const n = 300
 	for i := range n {
-		st, err := Locate("", fmt.Sprintf("s%03d", i))
+		st, err := stream.Locate("", fmt.Sprintf("s%03d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustPut(t, s, st.DataPrefix+"/obj")
-		mustPut(t, s, st.ManifestPath)
+		mustPut(t, s, st.DataPrefix()+"/obj")
+		mustPut(t, s, st.ManifestKey())
 	}
-	busy, _ := Locate("", "s150x")
+	busy, _ := stream.Locate("", "s150x")
 	for i := range 2500 {
-		mustPut(t, s, fmt.Sprintf("%s/obj%05d", busy.DataPrefix, i))
+		mustPut(t, s, fmt.Sprintf("%s/obj%05d", busy.DataPrefix(), i))
 	}
-	mustPut(t, s, busy.ManifestPath)
+	mustPut(t, s, busy.ManifestKey())
 	got, more, err := ListStreams(ctx, s, "", "", "", 0)
 	if err != nil || more || len(got) != n+1 {
 		t.Fatalf("listed %d streams (more %v): %v", len(got), more, err)
@@ -286,9 +169,9 @@ func TestGoneStreams(t *testing.T) {
 		{basin: "no-marker", name: "a", data: true, gone: true},
 		{basin: "no-marker-2", name: "z/y", seg: true, data: true, gone: true},
 	}
-	var want []Stream
+	var want []stream.Stream
 	for _, d := range dirs {
-		st, err := Locate(d.basin, d.name)
+		st, err := stream.Locate(d.basin, d.name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,18 +179,18 @@ func TestGoneStreams(t *testing.T) {
 			mustPut(t, s, BasinMarker(d.basin))
 		}
 		if d.manifest {
-			mustPut(t, s, st.ManifestPath)
+			mustPut(t, s, st.ManifestKey())
 		}
 		if d.tombstone {
-			if _, err := objectstore.PutBytes(ctx, s, st.ManifestPath, nil, objectstore.Unconditional()); err != nil {
+			if _, err := objectstore.PutBytes(ctx, s, st.ManifestKey(), nil, objectstore.Unconditional()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := 0; d.data && i < 3; i++ {
-			mustPut(t, s, fmt.Sprintf("%s/%028x", st.DataPrefix, i))
+			mustPut(t, s, fmt.Sprintf("%s/%028x", st.DataPrefix(), i))
 		}
 		for i := 0; d.seg && i < 3; i++ {
-			mustPut(t, s, fmt.Sprintf("%s.seg/%d", st.ManifestPath, i))
+			mustPut(t, s, fmt.Sprintf("%s.seg/%d", st.ManifestKey(), i))
 		}
 		if d.gone {
 			want = append(want, st)
@@ -317,7 +200,7 @@ func TestGoneStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(st Stream) string { return st.Basin + "|" + st.Name }
+	key := func(st stream.Stream) string { return st.Basin() + "|" + st.Name() }
 	sort.Slice(got, func(i, j int) bool { return key(got[i]) < key(got[j]) })
 	sort.Slice(want, func(i, j int) bool { return key(want[i]) < key(want[j]) })
 	if !reflect.DeepEqual(got, want) {
@@ -336,11 +219,11 @@ func TestListBasinsLexicographic(t *testing.T) {
 	names := []string{"bb-basin", "bb-basin-x", "bb-basin-x-y", "bb-basin-x0", "bb-basin-z", "bb-basin0", "bb-basina", "cc-basin", "bb-bas-in"}
 	for _, n := range names {
 		mustPut(t, s, BasinMarker(n))
-		st, err := Locate(n, "stream-1")
+		st, err := stream.Locate(n, "stream-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustPut(t, s, st.ManifestPath)
+		mustPut(t, s, st.ManifestKey())
 	}
 	mustPut(t, s, "basins/bb-basin-nomarker/streams/x/manifest")
 	slices.Sort(names)

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // BenchmarkProducerProcesses runs N producer processes (1, 4, 16, 64: this test binary,
@@ -170,7 +171,7 @@ func TestProducerProcess(t *testing.T) {
 	cfg := producer.DefaultConfig()
 	puts := &durations{}
 	cfg.ObjectStore = &delayStore{Store: inner, rtt: rtt, puts: puts}
-	cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
+	cfg.Stream = stream.MustNew(path, "s/data")
 	cfg.Committer.URL = os.Getenv("SLUICE_BENCH_COMMITTER")
 	p, err := producer.New(ctx, cfg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // delayStore adds a round trip of rtt to every request, as a cloud's object store has.
@@ -168,7 +169,7 @@ func runLoad(b *testing.B, viaCommitter bool, n, groups, rate int, rtt, dur time
 			defer wg.Done()
 			cfg := producer.DefaultConfig()
 			cfg.ObjectStore = store
-			cfg.ManifestPath, cfg.DataPathPrefix = path, "s/data"
+			cfg.Stream = stream.MustNew(path, "s/data")
 			cfg.Committer.URL = url
 			p, err := producer.New(ctx, cfg)
 			if err != nil {
@@ -243,7 +244,7 @@ func prefixed(b *testing.B, raw, sub string) string {
 // checkpoints written every 100 ms, until ctx ends.
 func follow(ctx context.Context, b *testing.B, store objectstore.Store, url, group string) {
 	cfg := consumer.DefaultConfig()
-	cfg.ObjectStore, cfg.ManifestPath, cfg.DataPathPrefix = store, path, "s/data"
+	cfg.ObjectStore, cfg.Stream = store, stream.MustNew(path, "s/data")
 	cfg.Group, cfg.AckInterval, cfg.Committer.URL = group, 100*time.Millisecond, url
 	m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestCheckpointsRideWithCommits: a group member whose stream has a committer sends its
@@ -30,7 +31,7 @@ func TestCheckpointsRideWithCommits(t *testing.T) {
 		}
 	}
 	ccfg := consumer.DefaultConfig()
-	ccfg.ObjectStore, ccfg.ManifestPath, ccfg.DataPathPrefix = store, path, "s/data"
+	ccfg.ObjectStore, ccfg.Stream = store, stream.MustNew(path, "s/data")
 	ccfg.Group, ccfg.AckInterval = "g", time.Hour // only explicit flushes
 	m1, err := consumer.Open(ctx, ccfg, consumer.GroupOptions{})
 	if err != nil {

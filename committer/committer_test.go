@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 const path = "s/manifest"
@@ -63,7 +64,7 @@ func serveCommitter(t testing.TB, cfg committer.Config, wrap func(http.Handler) 
 func producerConfig(store objectstore.Store, committerURL string) producer.Config {
 	c := producer.DefaultConfig()
 	c.ObjectStore = store
-	c.ManifestPath, c.DataPathPrefix = path, "s/data"
+	c.Stream = stream.MustNew(path, "s/data")
 	c.FlushInterval = time.Millisecond
 	c.Backoff = manifest.Backoff{Initial: 100 * time.Microsecond, Max: 5 * time.Millisecond, Multiplier: 2}
 	c.Committer.URL = committerURL

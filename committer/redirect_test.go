@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestWritersFollowTheRoleToItsHolder: a producer and a group member configured with a
@@ -29,7 +30,7 @@ func TestWritersFollowTheRoleToItsHolder(t *testing.T) {
 	}
 	defer late.Close(ctx)
 	ccfg := consumer.DefaultConfig()
-	ccfg.ObjectStore, ccfg.ManifestPath, ccfg.DataPathPrefix = store, path, "s/data"
+	ccfg.ObjectStore, ccfg.Stream = store, stream.MustNew(path, "s/data")
 	ccfg.Group, ccfg.AckInterval, ccfg.Committer.URL = "g", time.Hour, other.URL // only explicit flushes
 	member, err := consumer.Open(ctx, ccfg, consumer.GroupOptions{})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // after a failure the client routes the next ones directly for a while. A checkpoint is idempotent (it never moves backwards), so writing
 // it again after an unknown outcome is safe.
 func (c *Consumer) flushVia(ctx context.Context, low uint64) (done bool, err error) {
-	req := &wire.Request{ManifestPath: c.r.cfg.ManifestPath, Generation: wire.Generation(c.gen),
+	req := &wire.Request{ManifestPath: c.r.cfg.Stream.ManifestKey(), Generation: wire.Generation(c.gen),
 		Checkpoints: []wire.Checkpoint{{Group: c.group, Epoch: c.epoch, SeqNum: low}}}
 	resp, err := c.cc.Commit(ctx, req)
 	var refused *wire.Error

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Config configures a Reader or a group Consumer. Start from DefaultConfig, set ObjectStore
@@ -24,11 +25,10 @@ import (
 type Config struct {
 	// ObjectStore is where the manifest and the batch objects live. Required.
 	ObjectStore objectstore.Store
-	// ManifestPath is the key of the stream's manifest. Default "ingest/manifest".
-	ManifestPath string
-	// DataPathPrefix is the key prefix of the batch objects. Default "ingest". The manifest
-	// stores full keys, so the reader only checks that it is a valid prefix; package gc uses it.
-	DataPathPrefix string
+	// Stream is the stream read: its manifest (the manifest stores the batch objects' full
+	// keys). Default stream.Default(); stream.New and stream.Locate make others. The zero
+	// Stream is refused.
+	Stream stream.Stream
 	// GCInterval is how often the collector runs. Default 5 minutes.
 	GCInterval time.Duration
 	// GCGracePeriod is the minimum age of an unreferenced object before the collector deletes
@@ -42,7 +42,7 @@ type Config struct {
 	// join). A group that exists resumes from its checkpoint either way.
 	NewGroupStart GroupStart
 	// StreamName names the stream in the stream label of a member's lag metrics. Default
-	// "": the ManifestPath.
+	// "": the stream's manifest key.
 	StreamName string
 	// ReadAheadDepth is the most batch objects fetched ahead of delivery, in parallel.
 	// Default 4; at least 1 (1 = no parallelism, one object fetched at a time).
@@ -111,8 +111,7 @@ func (s GroupStart) String() string {
 // DefaultConfig returns the defaults; ObjectStore is nil and must be set.
 func DefaultConfig() Config {
 	return Config{
-		ManifestPath:    "ingest/manifest",
-		DataPathPrefix:  "ingest",
+		Stream:          stream.Default(),
 		GCInterval:      5 * time.Minute,
 		GCGracePeriod:   10 * time.Minute,
 		ReadAheadDepth:  4,
@@ -144,11 +143,8 @@ func (c *Config) Validate() error {
 	if err := c.Committer.Validate(); err != nil {
 		bad("%v", err)
 	}
-	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
-		bad("manifest path: %v", err)
-	}
-	if err := objectstore.ValidateKey(c.DataPathPrefix + "/x"); c.DataPathPrefix == "" || err != nil {
-		bad("data path prefix %q is not a valid key prefix", c.DataPathPrefix)
+	if c.Stream.IsZero() {
+		bad("stream is required (stream.Default(), stream.New or stream.Locate)")
 	}
 	if c.GCInterval <= 0 {
 		bad("gc interval %v must be > 0", c.GCInterval)

@@ -105,7 +105,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 		return nil, fmt.Errorf("consumer: register metrics: %w", err)
 	}
 	var epoch uint64
-	snap, err := manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
+	snap, err := manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		_, existed := st.Groups[cfg.Group]
 		epoch = st.OpenGroup(cfg.Group)
 		if !existed && cfg.NewGroupStart == StartAtTail {
@@ -131,7 +131,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, lagSrc: &lagSource{}, stream: cfg.StreamName}
 	if c.stream == "" {
-		c.stream = cfg.ManifestPath
+		c.stream = cfg.Stream.ManifestKey()
 	}
 	c.updateLag(ctx)
 	lm.add(c.stream, c.group, c.lagSrc)
@@ -312,7 +312,7 @@ func (c *Consumer) setGone() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fenced == nil {
-		c.fenced = fmt.Errorf("consumer: group %q: %w: %s", c.group, manifest.ErrGenerationChanged, c.r.cfg.ManifestPath)
+		c.fenced = fmt.Errorf("consumer: group %q: %w: %s", c.group, manifest.ErrGenerationChanged, c.r.cfg.Stream.ManifestKey())
 		c.r.cfg.Logger.Warn("the stream was deleted; leaving its group", "group", c.group, "epoch", c.epoch)
 	}
 	return c.fenced
@@ -327,7 +327,7 @@ func (c *Consumer) Check(ctx context.Context) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath).Load(ctx)
+	snap, err := manifest.Open(c.r.store, c.r.cfg.Stream.ManifestKey()).Load(ctx)
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return c.setGone()
@@ -362,7 +362,7 @@ func (c *Consumer) flush(ctx context.Context) error {
 		return err
 	}
 	var stale *manifest.StaleEpochError
-	snap, err := manifest.Open(c.r.store, c.r.cfg.ManifestPath, manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
+	snap, err := manifest.Open(c.r.store, c.r.cfg.Stream.ManifestKey(), manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		if st.Generation != c.gen {
 			return manifest.ErrGenerationChanged // checked below, as the state's
 		}

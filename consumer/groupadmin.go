@@ -75,7 +75,7 @@ func ResetGroup(ctx context.Context, cfg Config, to Start, now time.Time) (info 
 			return GroupInfo{}, false, err
 		}
 	}
-	snap, err := manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
+	snap, err := manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		_, existed := st.Groups[cfg.Group]
 		created = !existed
 		at := seq
@@ -129,7 +129,7 @@ func DeleteGroup(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	_, err := manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
+	_, err := manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
 		if _, ok := st.Groups[cfg.Group]; !ok {
 			return fmt.Errorf("%w: %q: %w", ErrGroupNotFound, cfg.Group, manifest.ErrNoGroup)
 		}

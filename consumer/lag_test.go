@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestGroupLagExact: for every checkpoint of a random stream (including past a trim point),
@@ -135,7 +136,7 @@ func TestResetGroupFencesMember(t *testing.T) {
 		t.Fatalf("reset of an unknown group: %+v created=%v %v (write counter %d)", info, created, err, before.State.WriteCounter)
 	}
 	missing := cfg
-	missing.ManifestPath = "nope/manifest"
+	missing.Stream = stream.MustNew("nope/manifest", "nope/data")
 	if _, _, err := ResetGroup(ctx, missing, AtSeqNum(0), time.Now()); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("reset on a missing stream: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // expectations computed from the writer's records.
@@ -271,7 +272,7 @@ func TestUnaryRead(t *testing.T) {
 	}
 	missing := DefaultConfig()
 	missing.ObjectStore = store
-	missing.ManifestPath = "nope/manifest"
+	missing.Stream = stream.MustNew("nope/manifest", "nope/data")
 	rm, _ := NewReader(missing)
 	if _, err := rm.Read(ctx, ReadRequest{Start: AtSeqNum(0)}); !errors.Is(err, ErrStreamNotFound) || !errors.Is(err, manifest.ErrNotExist) {
 		t.Fatalf("missing stream: %v", err)

@@ -125,7 +125,7 @@ type Batch struct {
 	NextSeq uint64
 }
 
-// Reader reads one stream (Config.ManifestPath). It is stateless as far as the stream is
+// Reader reads one stream (Config.Stream). It is stateless as far as the stream is
 // concerned: it never writes, never touches a consumer group's epoch, and serves any number
 // of concurrent reads (Read, Open). It keeps a cache of sealed segments, shared by its reads.
 type Reader struct {
@@ -166,26 +166,26 @@ func (r *Reader) index(st *manifest.State) *manifest.Index {
 // manifest is still at that version (a conditional GET: no body is transferred). A missing
 // or deleted (empty, see package gc) manifest is ErrStreamNotFound.
 func (r *Reader) loadManifest(ctx context.Context, ifNoneMatch string) (*manifest.State, string, error) {
-	obj, err := r.store.Get(ctx, r.cfg.ManifestPath, objectstore.GetOptions{IfNoneMatch: ifNoneMatch})
+	obj, err := r.store.Get(ctx, r.cfg.Stream.ManifestKey(), objectstore.GetOptions{IfNoneMatch: ifNoneMatch})
 	switch {
 	case errors.Is(err, objectstore.ErrNotModified):
 		return nil, "", nil
 	case errors.Is(err, objectstore.ErrNotFound):
 		return nil, "", &notFoundError{err}
 	case err != nil:
-		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.ManifestPath, err)
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.Stream.ManifestKey(), err)
 	}
 	defer obj.Body.Close()
 	var buf bytes.Buffer
 	buf.Grow(int(max(obj.Size, 0)))
 	if _, err := buf.ReadFrom(obj.Body); err != nil {
-		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.ManifestPath, err)
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.Stream.ManifestKey(), err)
 	}
 	if buf.Len() == 0 {
 		// The collector empties a manifest before deleting it (delete_on_empty).
-		return nil, "", &notFoundError{fmt.Errorf("manifest %s is being deleted", r.cfg.ManifestPath)}
+		return nil, "", &notFoundError{fmt.Errorf("manifest %s is being deleted", r.cfg.Stream.ManifestKey())}
 	}
-	st, err := manifest.Decode(r.cfg.ManifestPath, buf.Bytes())
+	st, err := manifest.Decode(r.cfg.Stream.ManifestKey(), buf.Bytes())
 	if err != nil {
 		return nil, "", err
 	}

@@ -333,7 +333,7 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 		}
 		var wake <-chan struct{}
 		if s.r.cfg.Notifier != nil && wait {
-			wake = s.r.cfg.Notifier.Wait(s.r.cfg.ManifestPath)
+			wake = s.r.cfg.Notifier.Wait(s.r.cfg.Stream.ManifestKey())
 		}
 		changed, err := s.refresh(ctx)
 		if err != nil {
@@ -603,7 +603,7 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 			break
 		}
 		s.r.m.polls.WithLabelValues("error").Inc()
-		s.r.cfg.Logger.Warn("manifest read failed, retrying", "path", s.r.cfg.ManifestPath, "attempt", attempt, "err", err)
+		s.r.cfg.Logger.Warn("manifest read failed, retrying", "path", s.r.cfg.Stream.ManifestKey(), "attempt", attempt, "err", err)
 		if s.r.cfg.Backoff.Sleep(ctx, attempt) != nil {
 			return false, ctx.Err()
 		}
@@ -618,7 +618,7 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 	}
 	s.r.m.polls.WithLabelValues("changed").Inc()
 	if st.Generation != s.st.Load().Generation {
-		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.ManifestPath)
+		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.Stream.ManifestKey())
 	}
 	s.st.Store(st)
 	s.version, s.idx = version, s.idx.WithState(st)

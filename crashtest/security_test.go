@@ -30,12 +30,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
 	"github.com/sluice-dev/sluice/server/memtest"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Security checks: constant-time bearer tokens, TLS, request size limits, names that stay in
@@ -139,7 +139,7 @@ func isEmptyString(e ast.Expr) bool {
 	return ok && lit.Kind == token.STRING && (lit.Value == `""` || lit.Value == "``")
 }
 
-// TestNamesStayInTheirPlace is a property test over catalog.Locate: for random stream names
+// TestNamesStayInTheirPlace is a property test over stream.Locate: for random stream names
 // (any bytes, with '/', '.', '%', "..", NUL, non-UTF-8) and basins, every key is a valid key
 // under its own root, the encoded name is one path segment without '.', decodes back to the
 // name, and no two distinct (basin, name) pairs have roots where one is a prefix of the other.
@@ -157,25 +157,25 @@ func TestNamesStayInTheirPlace(t *testing.T) {
 			b.WriteString(alphabet[r.IntN(len(alphabet))])
 		}
 		name, basin := b.String(), basins[r.IntN(len(basins))]
-		st, err := catalog.Locate(basin, name)
+		st, err := stream.Locate(basin, name)
 		if err != nil {
 			t.Fatalf("Locate(%q, %q): %v", basin, name, err)
 		}
-		root := strings.TrimSuffix(st.ManifestPath, "/manifest")
+		root := strings.TrimSuffix(st.ManifestKey(), "/manifest")
 		wantRoot := "streams/"
 		if basin != "" {
 			wantRoot = "basins/" + basin + "/streams/"
 		}
 		enc := strings.TrimPrefix(root, wantRoot)
 		switch {
-		case !strings.HasPrefix(root, wantRoot) || st.DataPrefix != root+"/data":
-			t.Fatalf("%q in %q: manifest %q, data %q outside %q", name, basin, st.ManifestPath, st.DataPrefix, wantRoot)
+		case !strings.HasPrefix(root, wantRoot) || st.DataPrefix() != root+"/data":
+			t.Fatalf("%q in %q: manifest %q, data %q outside %q", name, basin, st.ManifestKey(), st.DataPrefix(), wantRoot)
 		case enc == "" || strings.Contains(enc, ".") || slices.Contains(strings.Split(enc, "/"), ""):
 			t.Fatalf("%q: encoded directory %q", name, enc)
-		case objectstore.ValidateKey(st.ManifestPath) != nil || objectstore.ValidateKey(st.DataPrefix+"/x") != nil:
-			t.Fatalf("%q: invalid keys %q %q", name, st.ManifestPath, st.DataPrefix)
+		case objectstore.ValidateKey(st.ManifestKey()) != nil || objectstore.ValidateKey(st.DataPrefix()+"/x") != nil:
+			t.Fatalf("%q: invalid keys %q %q", name, st.ManifestKey(), st.DataPrefix())
 		}
-		if dec, err := catalog.DecodeDir(enc); err != nil || dec != name {
+		if dec, err := stream.DecodeDir(enc); err != nil || dec != name {
 			t.Fatalf("%q: encoded %q decodes to %q, %v", name, enc, dec, err)
 		}
 		if prev, ok := seen[root]; ok && (prev.name != name || prev.basin != basin) {
@@ -195,7 +195,7 @@ func TestNamesStayInTheirPlace(t *testing.T) {
 	}
 	// Invalid names are refused, not mapped somewhere.
 	for _, c := range []struct{ basin, name string }{{"", ""}, {"", strings.Repeat("x", 513)}, {"../up", "s"}, {"Basin-Upper", "s"}, {"b", "s"}, {"basin/one", "s"}} {
-		if st, err := catalog.Locate(c.basin, c.name); err == nil {
+		if st, err := stream.Locate(c.basin, c.name); err == nil {
 			t.Errorf("Locate(%q, %.20q) = %+v, want an error", c.basin, c.name, st)
 		}
 	}
@@ -209,17 +209,17 @@ func FuzzLocatePair(f *testing.F) {
 	f.Add("", "a%2Fb", "", "a/b")
 	f.Add("", "streams", "basin-one", "streams")
 	f.Fuzz(func(t *testing.T, b1, n1, b2, n2 string) {
-		s1, err1 := catalog.Locate(b1, n1)
-		s2, err2 := catalog.Locate(b2, n2)
+		s1, err1 := stream.Locate(b1, n1)
+		s2, err2 := stream.Locate(b2, n2)
 		if err1 != nil || err2 != nil || (b1 == b2 && n1 == n2) {
 			return
 		}
-		r1, r2 := strings.TrimSuffix(s1.ManifestPath, "manifest"), strings.TrimSuffix(s2.ManifestPath, "manifest")
+		r1, r2 := strings.TrimSuffix(s1.ManifestKey(), "manifest"), strings.TrimSuffix(s2.ManifestKey(), "manifest")
 		if strings.HasPrefix(r1, r2) || strings.HasPrefix(r2, r1) {
 			t.Fatalf("(%q, %q) at %q and (%q, %q) at %q overlap", b1, n1, r1, b2, n2, r2)
 		}
-		if strings.HasPrefix(s1.ManifestPath, "basins/") == (b1 == "") {
-			t.Fatalf("(%q, %q) at %q: wrong namespace", b1, n1, s1.ManifestPath)
+		if strings.HasPrefix(s1.ManifestKey(), "basins/") == (b1 == "") {
+			t.Fatalf("(%q, %q) at %q: wrong namespace", b1, n1, s1.ManifestKey())
 		}
 	})
 }

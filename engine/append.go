@@ -35,7 +35,7 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 			e.evict(basin, name, op) // gone, or failed for good: the next append opens afresh
 		}
 		if err == nil {
-			e.notifier.Notify(op.st.ManifestPath)
+			e.notifier.Notify(op.st.ManifestKey())
 		}
 		return ack, err
 	}
@@ -121,7 +121,7 @@ func (e *Engine) settle(basin, name string, op *openProducer, err error) {
 	e.release(op)
 	switch {
 	case err == nil:
-		e.notifier.Notify(op.st.ManifestPath)
+		e.notifier.Notify(op.st.ManifestKey())
 	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, producer.ErrClosed), errors.Is(err, manifest.ErrNotExist), op.p.Err() != nil:
 		e.evict(basin, name, op) // the next append opens a fresh producer
 	}

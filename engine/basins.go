@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // BasinInfo is what a basin's marker object holds.
@@ -21,7 +22,7 @@ type BasinInfo struct {
 
 // CreateBasin writes the basin's marker, create-only.
 func (e *Engine) CreateBasin(ctx context.Context, name string, config json.RawMessage) (BasinInfo, error) {
-	if err := catalog.ValidateBasinName(name); err != nil {
+	if err := stream.ValidateBasinName(name); err != nil {
 		return BasinInfo{}, err
 	}
 	info := BasinInfo{Name: name, CreatedAt: e.cfg.Now().UTC().Truncate(time.Millisecond), Config: config}
@@ -48,7 +49,7 @@ func (e *Engine) CreateBasin(ctx context.Context, name string, config json.RawMe
 
 // Basin reads a basin's marker.
 func (e *Engine) Basin(ctx context.Context, name string) (BasinInfo, error) {
-	if err := catalog.ValidateBasinName(name); err != nil {
+	if err := stream.ValidateBasinName(name); err != nil {
 		return BasinInfo{}, err
 	}
 	info, _, err := e.readBasin(ctx, name)
@@ -134,7 +135,7 @@ func (e *Engine) DeleteBasin(ctx context.Context, name string) error {
 			return err
 		}
 		for _, st := range streams {
-			if _, err := e.DeleteStream(ctx, name, st.Name); err != nil && !errors.Is(err, manifest.ErrNotExist) {
+			if _, err := e.DeleteStream(ctx, name, st.Name()); err != nil && !errors.Is(err, manifest.ErrNotExist) {
 				return err
 			}
 		}

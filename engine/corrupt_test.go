@@ -201,7 +201,7 @@ func runCorruption(t *testing.T, st objectstore.Store, damage damager, seed uint
 				if err != nil {
 					t.Fatal(err)
 				}
-				key := loc.ManifestPath
+				key := loc.ManifestKey()
 				if target == "batch" {
 					snap, err := e.Stream(context.Background(), basin, victim)
 					if err != nil {

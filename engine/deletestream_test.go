@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // failManifestDelete fails the first Delete of one key.
@@ -37,11 +38,11 @@ func (f *failManifestDelete) Delete(ctx context.Context, key string) error {
 // accepting and committing appends.
 func TestDeleteStreamFailureClosesProducer(t *testing.T) {
 	ctx := context.Background()
-	st, err := catalog.Locate("", "s")
+	st, err := stream.Locate("", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &failManifestDelete{Store: objectstore.NewMemStore(), key: st.ManifestPath}
+	store := &failManifestDelete{Store: objectstore.NewMemStore(), key: st.ManifestKey()}
 	e, op := withProducer(t, store)
 	if op == nil {
 		t.Fatal("no producer after an append")
@@ -84,11 +85,11 @@ func (b *blockDelete) Delete(ctx context.Context, key string) error {
 // that producer; it once returned while the producer was still open and running.
 func TestCloseDuringDeleteStreamClosesProducer(t *testing.T) {
 	ctx := context.Background()
-	st, err := catalog.Locate("", "s")
+	st, err := stream.Locate("", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &blockDelete{Store: objectstore.NewMemStore(), key: st.ManifestPath,
+	store := &blockDelete{Store: objectstore.NewMemStore(), key: st.ManifestKey(),
 		entered: make(chan struct{}), release: make(chan struct{})}
 	e, op := withProducer(t, store)
 	done := make(chan error, 1)
@@ -127,11 +128,11 @@ func (h *headDeletes) Head(ctx context.Context, key string) (objectstore.ObjectI
 // storage error.
 func TestConcurrentDeleteStreamNotExist(t *testing.T) {
 	ctx := context.Background()
-	st, err := catalog.Locate("", "s")
+	st, err := stream.Locate("", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &headDeletes{Store: objectstore.NewMemStore(), key: st.ManifestPath}
+	store := &headDeletes{Store: objectstore.NewMemStore(), key: st.ManifestKey()}
 	e := newEngine(t, store, nil)
 	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
 		t.Fatal(err)
@@ -162,11 +163,11 @@ func (f *failDataDelete) Delete(ctx context.Context, key string) error {
 func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := catalog.Locate("", "s")
+		st, err := stream.Locate("", "s")
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := &failDataDelete{Store: objectstore.NewMemStore(), prefix: st.DataPrefix + "/"}
+		store := &failDataDelete{Store: objectstore.NewMemStore(), prefix: st.DataPrefix() + "/"}
 		cfg := DefaultConfig()
 		cfg.Store = store
 		e, err := New(cfg)
@@ -194,7 +195,7 @@ func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
 			}
 			return keys
 		}
-		if len(left(st.DataPrefix+"/")) == 0 {
+		if len(left(st.DataPrefix()+"/")) == 0 {
 			t.Fatal("the injected failure left nothing behind")
 		}
 		gone, err := catalog.GoneStreams(ctx, store)
@@ -211,25 +212,25 @@ func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Within the grace period nothing goes; after it, everything the stream left.
-		if _, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix); !errors.Is(err, gc.ErrStreamNotFound) {
+		if _, err := col.Pass(ctx, st); !errors.Is(err, gc.ErrStreamNotFound) {
 			t.Fatalf("pass over a deleted stream: %v", err)
 		}
-		if len(left(st.DataPrefix+"/")) == 0 {
+		if len(left(st.DataPrefix()+"/")) == 0 {
 			t.Fatal("swept within the grace period")
 		}
 		time.Sleep(2 * time.Minute)
-		rep, err := col.Pass(ctx, st.ManifestPath, st.DataPrefix)
+		rep, err := col.Pass(ctx, st)
 		if !errors.Is(err, gc.ErrStreamNotFound) || rep.Deleted == 0 {
 			t.Fatalf("pass after the grace period: deleted %d, %v", rep.Deleted, err)
 		}
-		if keys := left(st.DataPrefix + "/"); len(keys) > 0 {
+		if keys := left(st.DataPrefix() + "/"); len(keys) > 0 {
 			t.Fatalf("left after the sweep: %v", keys)
 		}
 		if gone, err := catalog.GoneStreams(ctx, store); err != nil || len(gone) != 0 {
 			t.Fatalf("gone streams after the sweep: %+v, %v", gone, err)
 		}
-		kept, _ := catalog.Locate("", "kept")
-		if len(left(kept.DataPrefix+"/")) == 0 {
+		kept, _ := stream.Locate("", "kept")
+		if len(left(kept.DataPrefix()+"/")) == 0 {
 			t.Fatal("a live stream's objects went")
 		}
 	})
@@ -276,11 +277,11 @@ func (h *hookList) List(ctx context.Context, prefix, startAfter string, limit in
 // objects: an append acknowledged by the new stream must keep its batch object.
 func TestDeleteStreamSparesObjectsOfRecreatedStream(t *testing.T) {
 	ctx := context.Background()
-	st, err := catalog.Locate("", "s")
+	st, err := stream.Locate("", "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hookList{Store: objectstore.NewMemStore(), prefix: st.DataPrefix + "/"}
+	h := &hookList{Store: objectstore.NewMemStore(), prefix: st.DataPrefix() + "/"}
 	e := newEngine(t, h, nil)
 	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestDeleteStreamSparesObjectsOfRecreatedStream(t *testing.T) {
 	if hookErr != nil {
 		t.Fatalf("recreate and append during the delete: %v", hookErr)
 	}
-	snap, err := manifest.Open(h, st.ManifestPath).Load(ctx)
+	snap, err := manifest.Open(h, st.ManifestKey()).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

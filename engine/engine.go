@@ -1,6 +1,7 @@
 // Package engine runs many streams of one object store for the daemon: it creates, lists,
-// reconfigures and deletes streams and basins (laid out by package catalog), keeps one shared
-// producer per stream that is being appended to, and answers tail and read requests.
+// reconfigures and deletes streams and basins (laid out by stream.Locate, listed by package
+// catalog), keeps one shared producer per stream that is being appended to, and answers tail
+// and read requests.
 //
 // An Engine is what `sluice serve` serves. Its S2 method returns the server.Backend that S2's
 // HTTP API is built on. Library users who embed a producer or consumer do not need it.
@@ -21,10 +22,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append not
@@ -45,11 +46,11 @@ const DefaultDeliveryTimeout = 4 * time.Second
 type Config struct {
 	// Store holds every stream. Required.
 	Store objectstore.Store
-	// Producer is the template for the per-stream producers; its ObjectStore, ManifestPath,
-	// DataPathPrefix, CreateStream, Logger and Registerer are set by the engine.
+	// Producer is the template for the per-stream producers; its ObjectStore, Stream,
+	// CreateStream, Logger and Registerer are set by the engine.
 	Producer producer.Config
-	// Consumer is the template for the per-stream readers; its ObjectStore, ManifestPath,
-	// DataPathPrefix, Notifier, Logger and Registerer are set by the engine.
+	// Consumer is the template for the per-stream readers; its ObjectStore, Stream,
+	// Notifier, Logger and Registerer are set by the engine.
 	Consumer consumer.Config
 	// IdleTimeout closes a stream's producer after this long without appends. Must be > 0.
 	IdleTimeout time.Duration
@@ -104,11 +105,12 @@ func (c *Config) Validate() error {
 	if c.LagInterval < 0 {
 		errs = append(errs, fmt.Errorf("engine: LagInterval %v must not be negative", c.LagInterval))
 	}
-	pc := c.producerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"})
+	// The templates are validated as any stream's would be: the engine sets their Stream.
+	pc := c.producerConfig(stream.Default())
 	if err := pc.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("engine: Producer: %w", err))
 	}
-	cc := c.consumerConfig(catalog.Stream{ManifestPath: "x/manifest", DataPrefix: "x/data"}, nil)
+	cc := c.consumerConfig(stream.Default(), nil)
 	if c.Store != nil {
 		if err := cc.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("engine: Consumer: %w", err))
@@ -117,26 +119,24 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *Config) producerConfig(st catalog.Stream) producer.Config {
+func (c *Config) producerConfig(st stream.Stream) producer.Config {
 	pc := c.Producer
 	pc.ObjectStore = c.Store
-	pc.ManifestPath = st.ManifestPath
-	pc.DataPathPrefix = st.DataPrefix
+	pc.Stream = st
 	pc.CreateStream = false
 	pc.Logger = c.streamLogger(st, pc.Logger)
 	pc.Registerer = nil
 	if c.Registerer != nil {
-		pc.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"basin": st.Basin, "stream": st.Name}, c.Registerer)
+		pc.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"basin": st.Basin(), "stream": st.Name()}, c.Registerer)
 	}
 	pc.Now = c.Now
 	return pc
 }
 
-func (c *Config) consumerConfig(st catalog.Stream, n *consumer.Notifier) consumer.Config {
+func (c *Config) consumerConfig(st stream.Stream, n *consumer.Notifier) consumer.Config {
 	cc := c.Consumer
 	cc.ObjectStore = c.Store
-	cc.ManifestPath = st.ManifestPath
-	cc.DataPathPrefix = st.DataPrefix
+	cc.Stream = st
 	cc.Notifier = n
 	cc.Logger = c.streamLogger(st, cc.Logger)
 	cc.Registerer = c.Registerer // readers share their collectors (consumer.NewReader)
@@ -144,11 +144,11 @@ func (c *Config) consumerConfig(st catalog.Stream, n *consumer.Notifier) consume
 }
 
 // streamLogger is the engine's logger with the stream named, or def without one.
-func (c *Config) streamLogger(st catalog.Stream, def *slog.Logger) *slog.Logger {
+func (c *Config) streamLogger(st stream.Stream, def *slog.Logger) *slog.Logger {
 	if c.Logger == nil {
 		return def
 	}
-	return c.Logger.With(slog.String("basin", st.Basin), slog.String("stream", st.Name))
+	return c.Logger.With(slog.String("basin", st.Basin()), slog.String("stream", st.Name()))
 }
 
 // Sentinel errors.
@@ -226,13 +226,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	var errs []error
 	for _, op := range ps {
 		if err := e.stopProducer(ctx, op); err != nil {
-			errs = append(errs, fmt.Errorf("engine: closing producer of %q: %w", op.st.Name, err))
+			errs = append(errs, fmt.Errorf("engine: closing producer of %q: %w", op.st.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // Locate validates the names and returns where the stream lives.
-func (e *Engine) Locate(basin, name string) (catalog.Stream, error) {
-	return catalog.Locate(basin, name)
+func (e *Engine) Locate(basin, name string) (stream.Stream, error) {
+	return stream.Locate(basin, name)
 }

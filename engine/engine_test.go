@@ -102,7 +102,7 @@ func TestStreamLifecycle(t *testing.T) {
 			t.Fatalf("reconfigure: %v", err)
 		}
 		streams, more, err := e.ListStreams(ctx, basin, "", "", 0)
-		if err != nil || more || len(streams) != 1 || streams[0].Name != "orders/2024" {
+		if err != nil || more || len(streams) != 1 || streams[0].Name() != "orders/2024" {
 			t.Fatalf("list: %+v %v %v", streams, more, err)
 		}
 		if _, err := e.DeleteStream(ctx, basin, "orders/2024"); err != nil {
@@ -112,7 +112,7 @@ func TestStreamLifecycle(t *testing.T) {
 			t.Fatalf("tail after delete: %v", err)
 		}
 		st, _ := e.Locate(basin, "orders/2024")
-		page, err := e.Store().List(ctx, st.DataPrefix, "", 0)
+		page, err := e.Store().List(ctx, st.DataPrefix(), "", 0)
 		if err != nil || len(page.Objects) != 0 {
 			t.Fatalf("objects left after delete: %+v %v", page.Objects, err)
 		}
@@ -305,8 +305,8 @@ func TestLongStreamNamesOnTheFileStore(t *testing.T) {
 		t.Fatalf("list: %d streams, %v", len(got), err)
 	}
 	for _, st := range got {
-		if !slices.Contains(names, st.Name) {
-			t.Fatalf("listed a name that was never created: %.40q", st.Name)
+		if !slices.Contains(names, st.Name()) {
+			t.Fatalf("listed a name that was never created: %.40q", st.Name())
 		}
 	}
 }

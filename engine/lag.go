@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // DefaultLagInterval is Config.LagInterval's default.
@@ -107,11 +107,11 @@ func (e *Engine) refreshLag(ctx context.Context, streams map[streamKey]*lagStrea
 }
 
 func (e *Engine) refreshStreamLag(ctx context.Context, k streamKey, ls *lagStream, now time.Time) error {
-	loc, err := catalog.Locate(k.basin, k.name)
+	loc, err := stream.Locate(k.basin, k.name)
 	if err != nil {
 		return err
 	}
-	obj, err := e.cfg.Store.Get(ctx, loc.ManifestPath, objectstore.GetOptions{IfNoneMatch: ls.version})
+	obj, err := e.cfg.Store.Get(ctx, loc.ManifestKey(), objectstore.GetOptions{IfNoneMatch: ls.version})
 	switch {
 	case errors.Is(err, objectstore.ErrNotModified) && ls.st != nil:
 	case errors.Is(err, objectstore.ErrNotFound):
@@ -128,7 +128,7 @@ func (e *Engine) refreshStreamLag(ctx context.Context, k streamKey, ls *lagStrea
 		if buf.Len() == 0 {
 			return manifest.ErrNotExist // a tombstone
 		}
-		st, err := manifest.Decode(loc.ManifestPath, buf.Bytes())
+		st, err := manifest.Decode(loc.ManifestKey(), buf.Bytes())
 		if err != nil {
 			return err
 		}

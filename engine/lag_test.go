@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // gaugeValues returns the series of a gauge family, by their labels printed as
@@ -82,12 +82,12 @@ func TestDaemonLagMetrics(t *testing.T) {
 		}
 	}
 	n := uint64(len(stamps))
-	loc, err := catalog.Locate(b, s)
+	loc, err := stream.Locate(b, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ccfg := consumer.DefaultConfig()
-	ccfg.ObjectStore, ccfg.ManifestPath, ccfg.DataPathPrefix = store, loc.ManifestPath, loc.DataPrefix
+	ccfg.ObjectStore, ccfg.Stream = store, loc
 	cp := uint64(rng.IntN(int(n)))
 	ccfg.Group = "billing"
 	if _, _, err := consumer.ResetGroup(ctx, ccfg, consumer.AtSeqNum(cp), now); err != nil {
@@ -97,7 +97,7 @@ func TestDaemonLagMetrics(t *testing.T) {
 	if _, _, err := consumer.ResetGroup(ctx, ccfg, consumer.AtTailOffset(0), now); err != nil {
 		t.Fatal(err)
 	}
-	data, _, err := objectstore.ReadAll(ctx, store, loc.ManifestPath)
+	data, _, err := objectstore.ReadAll(ctx, store, loc.ManifestKey())
 	if err != nil {
 		t.Fatal(err)
 	}

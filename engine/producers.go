@@ -6,16 +6,16 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // openProducer is the engine's producer of one stream being appended to: opened on the
 // first append, closed after IdleTimeout without appends, on deletion and on Close.
 type openProducer struct {
 	p        *producer.Producer
-	st       catalog.Stream
+	st       stream.Stream
 	lastUsed time.Time
 	inFlight int
 }
@@ -63,7 +63,7 @@ func (e *Engine) closeProducer(op *openProducer) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := e.stopProducer(ctx, op); err != nil {
-		e.cfg.Logger.Warn("closing producer", slog.String("stream", op.st.Name), slog.Any("err", err))
+		e.cfg.Logger.Warn("closing producer", slog.String("stream", op.st.Name()), slog.Any("err", err))
 	}
 }
 
@@ -90,7 +90,7 @@ func (e *Engine) acquire(ctx context.Context, basin, name string) (*openProducer
 	}
 	e.mu.Unlock()
 
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}

@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // reader returns the stream's shared stateless reader (its segment cache is shared by every
 // read of the stream). Readers are cheap and hold no goroutines, so they are kept until the
 // stream is deleted or the engine closes.
 func (e *Engine) reader(basin, name string) (*consumer.Reader, error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}

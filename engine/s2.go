@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // S2 returns the engine as the backend of S2's HTTP API.
@@ -50,7 +50,7 @@ func apiError(err error) error {
 	case errors.Is(err, manifest.ErrExists):
 		// Not err's text: it names the manifest's key in the store, which is no client's business.
 		return &s2api.Error{Code: s2api.CodeResourceAlreadyExists, Message: "stream already exists", Err: err}
-	case errors.Is(err, catalog.ErrInvalidName), errors.Is(err, manifest.ErrInvalidConfig), errors.Is(err, manifest.ErrTimestampRequired):
+	case errors.Is(err, stream.ErrInvalidName), errors.Is(err, manifest.ErrInvalidConfig), errors.Is(err, manifest.ErrTimestampRequired):
 		return &s2api.Error{Code: s2api.CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrClosed), errors.Is(err, producer.ErrClosed):
 		return &s2api.Error{Code: s2api.CodeUnavailable, Message: "the server is shutting down", Err: err}
@@ -268,14 +268,14 @@ func (b *s2Backend) ListStreams(ctx context.Context, basin string, req s2api.Lis
 	}
 	out := s2api.ListStreamsResponse{Streams: make([]s2api.StreamInfo, 0, len(streams)), HasMore: more}
 	for _, st := range streams {
-		snap, err := manifest.Open(b.e.cfg.Store, st.ManifestPath).Load(ctx)
+		snap, err := manifest.Open(b.e.cfg.Store, st.ManifestKey()).Load(ctx)
 		if errors.Is(err, manifest.ErrNotExist) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
 			return s2api.ListStreamsResponse{}, apiError(err)
 		}
-		out.Streams = append(out.Streams, streamInfo(st.Name, snap.State))
+		out.Streams = append(out.Streams, streamInfo(st.Name(), snap.State))
 	}
 	return out, nil
 }

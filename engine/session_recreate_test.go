@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // holdFirstUpload holds the first upload under prefix until gate closes, signalling entered.
@@ -45,8 +45,8 @@ func (g *holdFirstUpload) Put(ctx context.Context, key string, body io.Reader, s
 func TestAppendAsyncChainAcrossRecreate(t *testing.T) {
 	ctx := t.Context()
 	mem := objectstore.NewMemStore()
-	st, _ := catalog.Locate("", "s")
-	g := &holdFirstUpload{Store: mem, prefix: st.DataPrefix + "/", gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	st, _ := stream.Locate("", "s")
+	g := &holdFirstUpload{Store: mem, prefix: st.DataPrefix() + "/", gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	e := newEngine(t, g, nil)
 	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
 		t.Fatal(err)

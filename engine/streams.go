@@ -8,28 +8,29 @@ import (
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // CreateStream creates a stream with cfg. manifest.ErrExists if it exists.
 func (e *Engine) CreateStream(ctx context.Context, basin, name string, cfg manifest.Config) (*manifest.Snapshot, error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}
 	if err := e.requireBasin(ctx, basin); err != nil {
 		return nil, err
 	}
-	return manifest.Open(e.cfg.Store, st.ManifestPath).Create(ctx, cfg, e.cfg.Now())
+	return manifest.Open(e.cfg.Store, st.ManifestKey()).Create(ctx, cfg, e.cfg.Now())
 }
 
 // Stream loads a stream's manifest. manifest.ErrNotExist if there is none; ErrBasinNotFound
 // when the basin itself is missing.
 func (e *Engine) Stream(ctx context.Context, basin, name string) (*manifest.Snapshot, error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := manifest.Open(e.cfg.Store, st.ManifestPath).Load(ctx)
+	snap, err := manifest.Open(e.cfg.Store, st.ManifestKey()).Load(ctx)
 	if errors.Is(err, manifest.ErrNotExist) {
 		if berr := e.requireBasin(ctx, basin); berr != nil {
 			return nil, berr
@@ -40,11 +41,11 @@ func (e *Engine) Stream(ctx context.Context, basin, name string) (*manifest.Snap
 
 // Reconfigure changes a stream's config with fn.
 func (e *Engine) Reconfigure(ctx context.Context, basin, name string, fn func(*manifest.Config) error) (*manifest.Snapshot, error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := manifest.Open(e.cfg.Store, st.ManifestPath).Update(ctx, func(s *manifest.State) error {
+	snap, err := manifest.Open(e.cfg.Store, st.ManifestKey()).Update(ctx, func(s *manifest.State) error {
 		c := s.Config
 		if err := fn(&c); err != nil {
 			return err
@@ -67,7 +68,7 @@ func (e *Engine) Reconfigure(ctx context.Context, basin, name string, fn func(*m
 }
 
 // ListStreams lists a basin's streams ("" = the root namespace).
-func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter string, limit int) ([]catalog.Stream, bool, error) {
+func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter string, limit int) ([]stream.Stream, bool, error) {
 	if err := e.requireBasin(ctx, basin); err != nil {
 		return nil, false, err
 	}
@@ -82,7 +83,7 @@ func (e *Engine) ListStreams(ctx context.Context, basin, prefix, startAfter stri
 // manifest.ErrNotExist, and what they upload afterwards is unreferenced, left to the
 // collector (package gc).
 func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted int, err error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return 0, err
 	}
@@ -94,10 +95,10 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 	// and those written before its manifest's last write. Objects written later may belong
 	// to a stream created again under the name while this runs: they are left alone
 	// (unreferenced ones go to the collector).
-	head, err := e.cfg.Store.Head(ctx, st.ManifestPath)
+	head, err := e.cfg.Store.Head(ctx, st.ManifestKey())
 	if err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) { // deleted meanwhile
-			return 0, fmt.Errorf("%w: %s: %w", manifest.ErrNotExist, st.ManifestPath, err)
+			return 0, fmt.Errorf("%w: %s: %w", manifest.ErrNotExist, st.ManifestKey(), err)
 		}
 		return 0, err
 	}
@@ -120,11 +121,11 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 	}
 	delete(e.readers, key)
 	e.mu.Unlock()
-	if err := e.cfg.Store.Delete(ctx, st.ManifestPath); err != nil {
+	if err := e.cfg.Store.Delete(ctx, st.ManifestKey()); err != nil {
 		return 0, err
 	}
 	deleted = 1
-	for _, prefix := range []string{st.DataPrefix + "/", manifest.SegmentPrefix(st.ManifestPath)} {
+	for _, prefix := range []string{st.DataPrefix() + "/", st.SegmentPrefix()} {
 		err := objectstore.ListAll(ctx, e.cfg.Store, prefix, func(o objectstore.ObjectInfo) error {
 			if !refs[o.Key] && (o.ModTime.IsZero() || !o.ModTime.Before(head.ModTime)) {
 				return nil

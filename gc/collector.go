@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Collector collects the streams of one store. It remembers, per stream, where its listings
@@ -23,7 +24,7 @@ type Collector struct {
 	m     *metrics
 
 	mu      sync.Mutex
-	streams map[Stream]*streamState
+	streams map[stream.Stream]*streamState
 
 	probeMu    sync.Mutex
 	probeTime  time.Time // the store's clock at the latest probe
@@ -58,22 +59,22 @@ func NewCollector(store objectstore.Store, cfg Config) (*Collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gc: register metrics: %w", err)
 	}
-	return &Collector{store: store, cfg: cfg, m: m, streams: map[Stream]*streamState{}}, nil
+	return &Collector{store: store, cfg: cfg, m: m, streams: map[stream.Stream]*streamState{}}, nil
 }
 
 // Pass runs one full pass (Collector.FullPass: every object listed, in rounds of
 // MaxListPerPass) over one stream with a fresh collector, which has no memory of earlier
 // passes: a bounded pass would list the same first objects on every call, and
 // delete_on_empty never fires. The daemon uses a Collector or Run instead.
-func Pass(ctx context.Context, store objectstore.Store, manifestPath, dataPrefix string, cfg Config) (Report, error) {
+func Pass(ctx context.Context, store objectstore.Store, s stream.Stream, cfg Config) (Report, error) {
 	c, err := NewCollector(store, cfg)
 	if err != nil {
 		return Report{}, err
 	}
-	return c.FullPass(ctx, manifestPath, dataPrefix)
+	return c.FullPass(ctx, s)
 }
 
-func (c *Collector) state(s Stream) *streamState {
+func (c *Collector) state(s stream.Stream) *streamState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, ok := c.streams[s]
@@ -85,16 +86,16 @@ func (c *Collector) state(s Stream) *streamState {
 }
 
 // Forget drops what the collector remembers about a stream (for streams that are gone).
-func (c *Collector) Forget(manifestPath, dataPrefix string) {
-	c.forget(Stream{manifestPath, dataPrefix})
+func (c *Collector) Forget(s stream.Stream) {
+	c.forget(s)
 }
 
-// Pass runs one pass over the stream (manifestPath, dataPrefix); see the package doc for the
+// Pass runs one pass over the stream s; see the package doc for the
 // steps. Failed deletes are logged, counted and retried next pass; they do not fail the pass.
 // Anything that leaves the set of referenced objects uncertain (a manifest or segment that
 // cannot be read) fails the pass before anything is deleted.
-func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (rep Report, err error) {
-	return c.pass(ctx, manifestPath, dataPrefix, false)
+func (c *Collector) Pass(ctx context.Context, s stream.Stream) (rep Report, err error) {
+	return c.pass(ctx, s, false)
 }
 
 // FullPass is Pass with both listings run from the start of their prefixes to the end, in
@@ -103,12 +104,11 @@ func (c *Collector) Pass(ctx context.Context, manifestPath, dataPrefix string) (
 // MaxDeletesPerPass in all. It is for runs that are not repeated soon (sluice gc --once, a
 // cron job), where Pass would examine the same first MaxListPerPass objects each time. The
 // next Pass lists from the start again.
-func (c *Collector) FullPass(ctx context.Context, manifestPath, dataPrefix string) (rep Report, err error) {
-	return c.pass(ctx, manifestPath, dataPrefix, true)
+func (c *Collector) FullPass(ctx context.Context, s stream.Stream) (rep Report, err error) {
+	return c.pass(ctx, s, true)
 }
 
-func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, full bool) (rep Report, err error) {
-	s := Stream{manifestPath, dataPrefix}
+func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep Report, err error) {
 	rep.Stream = s
 	defer func() {
 		c.m.passes.Inc()
@@ -116,12 +116,10 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 			c.m.passErrors.Inc()
 		}
 	}()
-	if err := objectstore.ValidateKey(manifestPath); err != nil {
-		return rep, fmt.Errorf("%w: manifest path: %v", ErrInvalidConfig, err)
+	if s.IsZero() {
+		return rep, fmt.Errorf("%w: the zero stream.Stream names no stream", ErrInvalidConfig)
 	}
-	if err := objectstore.ValidateKey(dataPrefix + "/x"); dataPrefix == "" || err != nil {
-		return rep, fmt.Errorf("%w: data prefix %q", ErrInvalidConfig, dataPrefix)
-	}
+	manifestPath, dataPrefix := s.ManifestKey(), s.DataPrefix()
 	st := c.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -204,8 +202,8 @@ func (c *Collector) pass(ctx context.Context, manifestPath, dataPrefix string, f
 // older than cutoff: first the deletes that failed last time (steps 4 and 5 of a pass), then
 // both prefixes from where the last pass stopped, within the pass's budgets. complete says
 // whether both listings reached their end.
-func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time, full bool) (complete bool, err error) {
-	manifestPath, dataPrefix := s.ManifestPath, s.DataPrefix
+func (c *Collector) collect(ctx context.Context, s stream.Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time, full bool) (complete bool, err error) {
+	manifestPath, dataPrefix := s.ManifestKey(), s.DataPrefix()
 	deletable := func(o objectstore.ObjectInfo) bool {
 		if _, ok := refs[o.Key]; ok {
 			rep.Referenced++
@@ -258,7 +256,7 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 		st.dataAfter, st.segAfter = "", ""
 	}
 	listBudget := c.cfg.MaxListPerPass
-	segPrefix := manifest.SegmentPrefix(manifestPath)
+	segPrefix := s.SegmentPrefix()
 	var wrappedData, wrappedSeg bool
 	sweepData := func() (err error) {
 		if wrappedData {
@@ -325,21 +323,21 @@ func (c *Collector) collect(ctx context.Context, s Stream, st *streamState, log 
 // period by the store's clock goes. A stream created again under the name meanwhile has a
 // manifest and only younger objects: the sweep stops when it sees the manifest, and would
 // spare those objects anyway. The clock's probe, left under the prefix, goes at the end.
-func (c *Collector) sweepGone(ctx context.Context, s Stream, st *streamState, log *slog.Logger, rep *Report, full bool) error {
+func (c *Collector) sweepGone(ctx context.Context, s stream.Stream, st *streamState, log *slog.Logger, rep *Report, full bool) error {
 	defer func() {
-		if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
-			log.Warn("deleted stream: probe left behind", "key", ProbeKey(s.DataPrefix), "err", err)
+		if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix())); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+			log.Warn("deleted stream: probe left behind", "key", ProbeKey(s.DataPrefix()), "err", err)
 		}
 	}()
-	storeNow, err := c.storeClock(ctx, s.DataPrefix)
+	storeNow, err := c.storeClock(ctx, s.DataPrefix())
 	if err != nil {
 		return err
 	}
 	cutoff := storeNow.Add(-c.cfg.GracePeriod)
-	if info, err := c.store.Head(ctx, s.ManifestPath); err == nil && info.Size > 0 {
+	if info, err := c.store.Head(ctx, s.ManifestKey()); err == nil && info.Size > 0 {
 		return nil // created again: the next pass is a normal one
 	} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
-		return fmt.Errorf("gc: head manifest %s: %w", s.ManifestPath, err)
+		return fmt.Errorf("gc: head manifest %s: %w", s.ManifestKey(), err)
 	}
 	complete, err := c.collect(ctx, s, st, log, rep, nil, cutoff, full)
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package gc applies retention to streams and deletes the objects they no longer reference.
 //
-// A stream is (manifest path, data prefix). Batch objects live under dataPrefix + "/" and are
-// named by the producer (12 hex digits of Unix ms, 16 random hex digits); segment objects live
-// under manifest.SegmentPrefix(manifestPath). The collector deletes only keys of those two
+// A stream is a stream.Stream. Batch objects live under its DataPrefix() + "/" and are named
+// by the producer (12 hex digits of Unix ms, 16 random hex digits); segment objects live
+// under its SegmentPrefix(). The collector deletes only keys of those two
 // shapes (IsBatchKey, IsSegmentKey): the manifest, the clock probe and any foreign object under
 // the prefixes are never touched.
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // deleteOnEmpty deletes the stream when its config asks for it (delete_on_empty.min_age_secs
@@ -17,7 +18,7 @@ import (
 // conditionally on the version this pass read, by an empty object: a producer racing with the
 // deletion then fails its write (version changed) and its reload (an empty manifest does not
 // decode), readers see the stream as gone, and only then is the manifest deleted.
-func (c *Collector) deleteOnEmpty(ctx context.Context, s Stream, st *streamState, snap *manifest.Snapshot, now time.Time, rep *Report) error {
+func (c *Collector) deleteOnEmpty(ctx context.Context, s stream.Stream, st *streamState, snap *manifest.Snapshot, now time.Time, rep *Report) error {
 	ms := snap.State
 	minAge := time.Duration(math.MaxInt64) // about 292 years: longer ages never come
 	if secs := ms.Config.DeleteOnEmpty.MinAgeSecs; secs < uint64(math.MaxInt64/int64(time.Second)) {
@@ -45,22 +46,22 @@ func (c *Collector) deleteOnEmpty(ctx context.Context, s Stream, st *streamState
 	if err != nil || left {
 		return err
 	}
-	if _, err := objectstore.PutBytes(ctx, c.store, s.ManifestPath, nil, objectstore.IfMatch(snap.Version)); err != nil {
+	if _, err := objectstore.PutBytes(ctx, c.store, s.ManifestKey(), nil, objectstore.IfMatch(snap.Version)); err != nil {
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
 			return nil // the stream changed: not empty any more, or someone else deleting it
 		}
-		return fmt.Errorf("gc: delete_on_empty: empty manifest %s: %w", s.ManifestPath, err)
+		return fmt.Errorf("gc: delete_on_empty: empty manifest %s: %w", s.ManifestKey(), err)
 	}
-	c.cfg.Logger.Info("delete_on_empty: deleting the stream", "manifest", s.ManifestPath, "empty_since", since)
+	c.cfg.Logger.Info("delete_on_empty: deleting the stream", "manifest", s.ManifestKey(), "empty_since", since)
 	c.finishDelete(ctx, s, rep)
 	return nil
 }
 
 // anyObjectLeft reports whether any batch or segment object remains (within the list budget;
 // an unfinished scan counts as "left").
-func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
+func (c *Collector) anyObjectLeft(ctx context.Context, s stream.Stream) (bool, error) {
 	budget := c.cfg.MaxListPerPass
-	for _, prefix := range []string{s.DataPrefix + "/", manifest.SegmentPrefix(s.ManifestPath)} {
+	for _, prefix := range []string{s.DataPrefix() + "/", s.SegmentPrefix()} {
 		after := ""
 		for {
 			if budget <= 0 {
@@ -72,7 +73,7 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
 			}
 			for _, o := range page.Objects {
 				budget--
-				if IsBatchKey(s.DataPrefix, o.Key) || IsSegmentKey(s.ManifestPath, o.Key) {
+				if IsBatchKey(s.DataPrefix(), o.Key) || IsSegmentKey(s.ManifestKey(), o.Key) {
 					return true, nil
 				}
 			}
@@ -88,9 +89,9 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s Stream) (bool, error) {
 // finishDelete completes a deletion after the manifest became a tombstone: it removes the
 // probe. The tombstone stays (see manifest.Handle.Create): deleting the key would race with a
 // re-creation of the stream, since the store has no conditional delete.
-func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) {
-	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix)); err != nil {
-		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix), "err", err)
+func (c *Collector) finishDelete(ctx context.Context, s stream.Stream, rep *Report) {
+	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix())); err != nil {
+		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix()), "err", err)
 	}
 	rep.StreamDeleted = true
 	c.m.streamsDeleted.Inc()
@@ -98,7 +99,7 @@ func (c *Collector) finishDelete(ctx context.Context, s Stream, rep *Report) {
 }
 
 // forget drops the collector's memory of a stream.
-func (c *Collector) forget(s Stream) {
+func (c *Collector) forget(s stream.Stream) {
 	c.mu.Lock()
 	delete(c.streams, s)
 	c.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Config configures a Collector. Start from DefaultConfig.
@@ -110,26 +111,17 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Stream names one stream: its manifest and the prefix of its batch objects. The prefix must
-// be the stream's alone: a pass deletes the batch objects under it that the stream's manifest
-// does not reference (once older than the grace period), so a prefix shared with another
-// stream loses that stream's records.
-type Stream struct {
-	ManifestPath string
-	DataPrefix   string
-}
-
 // Report says what one pass did.
 type Report struct {
-	Stream
-	EntriesDropped int    // entries retention removed from the manifest
-	TrimRaisedTo   uint64 // the trim point retention raised past expired records of a sealed segment it keeps (0: not raised)
-	Listed         int    // objects listed
-	Referenced     int    // listed objects the manifest references
-	Young          int    // unreferenced objects younger than the grace period (kept)
-	Foreign        int    // listed keys that are neither batch nor segment objects, such as ProbeKey, or the manifest when it lies under the data prefix (never touched)
-	Deleted        int    // objects deleted
-	DeleteErrors   int    // deletes that failed (retried next pass)
-	Wrapped        bool   // a listing reached the end of its prefix and starts over next pass
-	StreamDeleted  bool   // delete_on_empty removed the stream
+	Stream         stream.Stream // the stream passed over
+	EntriesDropped int           // entries retention removed from the manifest
+	TrimRaisedTo   uint64        // the trim point retention raised past expired records of a sealed segment it keeps (0: not raised)
+	Listed         int           // objects listed
+	Referenced     int           // listed objects the manifest references
+	Young          int           // unreferenced objects younger than the grace period (kept)
+	Foreign        int           // listed keys that are neither batch nor segment objects, such as ProbeKey, or the manifest when it lies under the data prefix (never touched)
+	Deleted        int           // objects deleted
+	DeleteErrors   int           // deletes that failed (retried next pass)
+	Wrapped        bool          // a listing reached the end of its prefix and starts over next pass
+	StreamDeleted  bool          // delete_on_empty removed the stream
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 const (
@@ -23,9 +24,11 @@ const (
 	dpre  = "ingest"
 )
 
+var ingest = stream.Default()
+
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-type stream struct {
+type testStream struct {
 	t     testing.TB
 	store objectstore.Store
 	p     *producer.Producer
@@ -33,9 +36,9 @@ type stream struct {
 	n     uint64       // records written
 }
 
-func newStream(t testing.TB, store objectstore.Store, scfg manifest.Config, mod func(*producer.Config)) *stream {
+func newStream(t testing.TB, store objectstore.Store, scfg manifest.Config, mod func(*producer.Config)) *testStream {
 	t.Helper()
-	s := &stream{t: t, store: store}
+	s := &testStream{t: t, store: store}
 	s.now.Store(t0.UnixMilli())
 	cfg := producer.DefaultConfig()
 	cfg.ObjectStore = store
@@ -55,7 +58,7 @@ func newStream(t testing.TB, store objectstore.Store, scfg manifest.Config, mod 
 }
 
 // object commits one batch object of k records (or the given records).
-func (s *stream) object(k int, recs ...batchfmt.Record) {
+func (s *testStream) object(k int, recs ...batchfmt.Record) {
 	s.t.Helper()
 	ctx := context.Background()
 	for i := range k {
@@ -196,7 +199,7 @@ func TestPassDeletesOnlyUnreferencedOld(t *testing.T) {
 	before := checkIntact(t, fs)
 
 	fs.advance(9 * time.Minute)
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +220,14 @@ func TestPassDeletesOnlyUnreferencedOld(t *testing.T) {
 		return false
 	}
 	fs.mu.Unlock()
-	rep, err = c.Pass(ctx, mpath, dpre)
+	rep, err = c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Deleted != 1 || rep.DeleteErrors != 1 || rep.Referenced != 6 {
 		t.Fatalf("old pass: %+v", rep)
 	}
-	rep, err = c.Pass(ctx, mpath, dpre)
+	rep, err = c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +259,7 @@ func TestPassDeletesOnlyUnreferencedOld(t *testing.T) {
 	}
 	s.object(0, batchfmt.TrimRecord(tp))
 	fs.advance(time.Minute)
-	rep, err = c.Pass(ctx, mpath, dpre)
+	rep, err = c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +306,7 @@ func TestRetentionByAge(t *testing.T) {
 		{181 * time.Second, 1, starts[4]}, // everything expired: the stream is empty
 	} {
 		now = t0.Add(tc.at)
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +330,7 @@ func TestRetentionByAge(t *testing.T) {
 	}
 	// The expired objects go once old by the store's clock; none is left.
 	fs.advance(11 * time.Minute)
-	if _, err := c.Pass(ctx, mpath, dpre); err != nil {
+	if _, err := c.Pass(ctx, ingest); err != nil {
 		t.Fatal(err)
 	}
 	if left := batchKeys(t, fs); len(left) != 0 {
@@ -363,7 +366,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.advance(time.Hour)
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +404,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err = c.Pass(ctx, mpath, dpre)
+	rep, err = c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +434,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Pass(ctx, mpath, dpre); err != nil {
+	if _, err := c.Pass(ctx, ingest); err != nil {
 		t.Fatal(err)
 	}
 	st := load(t, fs)
@@ -477,7 +480,7 @@ func TestBoundedResumablePasses(t *testing.T) {
 		if pass > 20 {
 			t.Fatal("passes do not converge")
 		}
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +510,7 @@ func TestFullPassListsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A bounded pass first, which leaves the listing mid-way; the full one starts over.
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +518,7 @@ func TestFullPassListsEverything(t *testing.T) {
 		t.Fatalf("bounded pass: %+v", rep)
 	}
 	first := rep.Deleted
-	rep, err = c.FullPass(ctx, mpath, dpre)
+	rep, err = c.FullPass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +528,7 @@ func TestFullPassListsEverything(t *testing.T) {
 	if left := len(batchKeys(t, fs)); left != 1+garbage-first-30 {
 		t.Fatalf("%d batch objects left after the full pass, want %d", left, 1+garbage-first-30)
 	}
-	rep, err = c.FullPass(ctx, mpath, dpre)
+	rep, err = c.FullPass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +548,7 @@ func TestPassFuncListsEverything(t *testing.T) {
 	const garbage = 12
 	fs, cfg := streamWithOrphans(t, garbage)
 	cfg.MaxListPerPass = 5
-	rep, err := Pass(ctx, fs, mpath, dpre, cfg)
+	rep, err := Pass(ctx, fs, ingest, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +577,7 @@ func TestDeleteOnEmpty(t *testing.T) {
 	}
 	pass := func(want bool) {
 		t.Helper()
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -605,7 +608,7 @@ func TestDeleteOnEmpty(t *testing.T) {
 	if _, err := r.Read(ctx, consumer.ReadRequest{Start: consumer.AtSeqNum(0)}); !errors.Is(err, consumer.ErrStreamNotFound) {
 		t.Fatalf("read of the deleted stream: %v", err)
 	}
-	if _, err := c.Pass(ctx, mpath, dpre); !errors.Is(err, ErrStreamNotFound) {
+	if _, err := c.Pass(ctx, ingest); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("pass over the deleted stream: %v", err)
 	}
 }
@@ -625,14 +628,14 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.StreamDeleted {
+	if rep, err := c.Pass(ctx, ingest); err != nil || rep.StreamDeleted {
 		t.Fatalf("first sight of the empty stream: %+v %v", rep, err)
 	}
 	now = now.Add(2 * time.Second)
 	fs.mu.Lock()
 	fs.failDel = func(key string) bool { return key == ProbeKey(dpre) }
 	fs.mu.Unlock()
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || !rep.StreamDeleted {
+	if rep, err := c.Pass(ctx, ingest); err != nil || !rep.StreamDeleted {
 		t.Fatalf("deletion: %+v %v", rep, err)
 	}
 	cfg := consumer.DefaultConfig()
@@ -644,7 +647,7 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	fs.mu.Lock()
 	fs.failDel = nil
 	fs.mu.Unlock()
-	if _, err := c.Pass(ctx, mpath, dpre); !errors.Is(err, ErrStreamNotFound) {
+	if _, err := c.Pass(ctx, ingest); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("pass over the tombstone: %v", err)
 	}
 	if left := keys(t, fs, ""); len(left) != 1 || left[0] != mpath {
@@ -666,11 +669,11 @@ func TestTombstoneRaceWithRecreate(t *testing.T) {
 	now := t0.Add(time.Minute)
 	a, _ := NewCollector(fs, testConfig(func() time.Time { return now }))
 	b, _ := NewCollector(fs, testConfig(func() time.Time { return now }))
-	if _, err := a.Pass(ctx, mpath, dpre); err != nil {
+	if _, err := a.Pass(ctx, ingest); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Second)
-	if rep, err := a.Pass(ctx, mpath, dpre); err != nil || !rep.StreamDeleted {
+	if rep, err := a.Pass(ctx, ingest); err != nil || !rep.StreamDeleted {
 		t.Fatalf("deletion: %+v %v", rep, err)
 	}
 	// A client creates the stream again; b, which never saw it live, passes over it.
@@ -679,7 +682,7 @@ func TestTombstoneRaceWithRecreate(t *testing.T) {
 		t.Fatalf("create over the tombstone: %v", err)
 	}
 	for _, c := range []*Collector{a, b} {
-		if _, err := c.Pass(ctx, mpath, dpre); err != nil {
+		if _, err := c.Pass(ctx, ingest); err != nil {
 			t.Fatalf("pass over the re-created stream: %v", err)
 		}
 	}
@@ -715,17 +718,17 @@ func TestProbeReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Young != 1 {
+	if rep, err := c.Pass(ctx, ingest); err != nil || rep.Young != 1 {
 		t.Fatalf("first pass: %+v %v", rep, err)
 	}
 	fs.advance(11 * time.Minute)
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 0 || rep.Young != 1 || probes != 1 {
+	if rep, err := c.Pass(ctx, ingest); err != nil || rep.Deleted != 0 || rep.Young != 1 || probes != 1 {
 		t.Fatalf("pass with the reused probe: %+v %v, %d probes", rep, err, probes)
 	}
 	c.probeMu.Lock()
 	c.probeLocal = c.probeLocal.Add(-2 * time.Hour) // the reuse window has passed
 	c.probeMu.Unlock()
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 1 || probes != 2 {
+	if rep, err := c.Pass(ctx, ingest); err != nil || rep.Deleted != 1 || probes != 2 {
 		t.Fatalf("pass with a new probe: %+v %v, %d probes", rep, err, probes)
 	}
 }
@@ -789,11 +792,11 @@ func TestFullPassAfterBoundedPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A bounded pass while everything is young: it examines the first 8 objects, deletes none.
-	if rep, err := c.Pass(ctx, mpath, dpre); err != nil || rep.Deleted != 0 || rep.Wrapped {
+	if rep, err := c.Pass(ctx, ingest); err != nil || rep.Deleted != 0 || rep.Wrapped {
 		t.Fatalf("bounded pass: %+v, %v", rep, err)
 	}
 	fs.advance(time.Hour) // every orphan is old now
-	rep, err := c.FullPass(ctx, mpath, dpre)
+	rep, err := c.FullPass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -842,7 +845,7 @@ func TestSweepPastEmptyPages(t *testing.T) {
 	fs.advance(time.Hour)
 	cfg := testConfig(time.Now)
 	cfg.MaxListPerPass = 4
-	rep, err := Pass(ctx, hidingStore{fs}, mpath, dpre, cfg)
+	rep, err := Pass(ctx, hidingStore{fs}, ingest, cfg)
 	if err != nil {
 		t.Fatalf("pass over pages of hidden keys: %v (%+v)", err, rep)
 	}

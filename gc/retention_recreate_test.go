@@ -37,7 +37,7 @@ func TestRetentionRecreatedStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	t.Logf("gen 1 pass: trim_raised_to=%d err=%v", rep.TrimRaisedTo, err)
 	if err != nil || rep.TrimRaisedTo != 5001 {
 		t.Fatalf("gen 1: %d %v", rep.TrimRaisedTo, err)
@@ -50,9 +50,9 @@ func TestRetentionRecreatedStream(t *testing.T) {
 	for i, full := range []bool{true, false} {
 		var rep Report
 		if full {
-			rep, err = c.FullPass(ctx, mpath, dpre)
+			rep, err = c.FullPass(ctx, ingest)
 		} else {
-			rep, err = c.Pass(ctx, mpath, dpre)
+			rep, err = c.Pass(ctx, ingest)
 		}
 		st := load(t, store)
 		t.Logf("gen 2 pass %d (full=%v): trim_raised_to=%d trim=%d err=%v", i, full, rep.TrimRaisedTo, st.TrimPoint, err)
@@ -73,7 +73,7 @@ func TestRetentionChangeTakesEffectNextPass(t *testing.T) {
 	arrivalsStream(t, store, manifest.Retention{Infinite: true}, t0, 34*manifest.SealEntries+1)
 	now := t0.Add(5100500 * time.Millisecond)
 	c, _ := NewCollector(store, testConfig(func() time.Time { return now }))
-	if _, err := c.Pass(ctx, mpath, dpre); err != nil {
+	if _, err := c.Pass(ctx, ingest); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := manifest.Open(store, mpath).Update(ctx, func(s *manifest.State) error {
@@ -82,7 +82,7 @@ func TestRetentionChangeTakesEffectNextPass(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil || rep.TrimRaisedTo != 5001 {
 		t.Fatalf("the pass after the retention change: trim raised to %d (%v), want 5001", rep.TrimRaisedTo, err)
 	}
@@ -107,9 +107,9 @@ func TestRetentionConcurrentPasses(t *testing.T) {
 				mu.Unlock()
 				var err error
 				if (g+i)%2 == 0 {
-					_, err = c.FullPass(ctx, mpath, dpre)
+					_, err = c.FullPass(ctx, ingest)
 				} else {
-					_, err = c.Pass(ctx, mpath, dpre)
+					_, err = c.Pass(ctx, ingest)
 				}
 				if err != nil {
 					t.Error(err)

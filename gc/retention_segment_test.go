@@ -36,7 +36,7 @@ func TestRetentionByAgeInsideASegment(t *testing.T) {
 	pass := func(at time.Duration) Report {
 		t.Helper()
 		now = t0.Add(at)
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatalf("pass at %v: %v", at, err)
 		}

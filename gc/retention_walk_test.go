@@ -93,7 +93,7 @@ func TestRetentionSegmentReadsPerPass(t *testing.T) {
 	}
 	for i := range 3 {
 		before := rs.segGets.Load()
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestRetentionWalkSurvivesCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := rs.segGets.Load()
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	t.Logf("pass: err=%v trim_raised_to=%d entries_dropped=%d; segment reads %d, concurrent commits %d",
 		err, rep.TrimRaisedTo, rep.EntriesDropped, rs.segGets.Load()-before, commits.Load())
 	if err != nil {

@@ -29,7 +29,7 @@ func TestDeleteOnEmptyMinAgeOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		rep, err := c.Pass(ctx, mpath, dpre)
+		rep, err := c.Pass(ctx, ingest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestSegmentCycleFailsPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Pass(ctx, mpath, dpre)
+	_, err = c.Pass(ctx, ingest)
 	if n := store.n.Load(); n > 2 {
 		t.Fatalf("the pass read segment %s %d times, following its self-reference (pass error: %v)", key, n, err)
 	}

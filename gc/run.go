@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // StreamLister returns the streams Run collects in one round (for the daemon: every stream
 // of the store, from package catalog).
-type StreamLister func(ctx context.Context) ([]Stream, error)
+type StreamLister func(ctx context.Context) ([]stream.Stream, error)
 
 // Runner runs rounds of passes every Config.Interval until Close.
 type Runner struct {
@@ -95,11 +96,11 @@ func (r *Runner) round(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		rep, err := r.c.Pass(ctx, s.ManifestPath, s.DataPrefix)
+		rep, err := r.c.Pass(ctx, s)
 		if errors.Is(err, ErrStreamNotFound) {
-			r.c.Forget(s.ManifestPath, s.DataPrefix)
+			r.c.Forget(s)
 		} else if err != nil && ctx.Err() == nil {
-			r.c.cfg.Logger.Warn("gc pass failed; retrying next round", "manifest", s.ManifestPath, "err", err)
+			r.c.cfg.Logger.Warn("gc pass failed; retrying next round", "stream", s, "err", err)
 		}
 		if r.c.cfg.OnPass != nil {
 			r.c.cfg.OnPass(rep, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestRun: rounds run at once and on Trigger, pass over every listed stream (a missing one
@@ -33,8 +34,8 @@ func TestRun(t *testing.T) {
 	cfg.Interval = time.Hour
 	cfg.Registerer = reg
 	cfg.OnPass = func(rep Report, err error) { results <- result{rep, err} }
-	streams := []Stream{{mpath, dpre}, {"gone/manifest", "gone"}}
-	r, err := Run(ctx, fs, cfg, func(context.Context) ([]Stream, error) { return streams, nil })
+	streams := []stream.Stream{ingest, stream.MustNew("gone/manifest", "gone")}
+	r, err := Run(ctx, fs, cfg, func(context.Context) ([]stream.Stream, error) { return streams, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestStalledProducer(t *testing.T) {
 			if minute == 13 {
 				stall.Store(false)
 			}
-			rep, err := c.Pass(ctx, mpath, dpre)
+			rep, err := c.Pass(ctx, ingest)
 			if err != nil {
 				t.Fatalf("minute %d: %v", minute, err)
 			}

@@ -29,7 +29,7 @@ func TestPassOnStores(t *testing.T) {
 			}
 			orphans = append(orphans, k)
 		}
-		rep, err := Pass(ctx, store, mpath, dpre, testConfig(time.Now))
+		rep, err := Pass(ctx, store, ingest, testConfig(time.Now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestPassOnStores(t *testing.T) {
 				t.Fatalf("orphans not collected: %d of %d deleted", deleted, len(orphans))
 			}
 			time.Sleep(50 * time.Millisecond) // let the store's clock (1 s resolution on S3) move
-			rep, err := c.Pass(ctx, mpath, dpre)
+			rep, err := c.Pass(ctx, ingest)
 			if err != nil {
 				t.Fatal(err)
 			}

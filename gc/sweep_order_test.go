@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestSegmentSweepNotStarved: the data sweep and the segment sweep share
@@ -30,7 +31,7 @@ func TestSegmentSweepNotStarved(t *testing.T) {
 		ctx := context.Background()
 		fs := newFaultStore(objectstore.NewMemStore(), t0)
 		s := newStream(t, fs, manifest.DefaultConfig(), func(c *producer.Config) {
-			c.ManifestPath, c.DataPathPrefix = mp, dp
+			c.Stream = stream.MustNew(mp, dp)
 		})
 		s.object(1)
 		s.object(1)
@@ -50,7 +51,7 @@ func TestSegmentSweepNotStarved(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range passes {
-			if _, err := c.Pass(ctx, mp, dp); err != nil {
+			if _, err := c.Pass(ctx, stream.MustNew(mp, dp)); err != nil {
 				t.Fatal(err)
 			}
 			fs.advance(time.Minute)

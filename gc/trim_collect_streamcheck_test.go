@@ -32,7 +32,7 @@ func TestStreamcheckAfterTrimCollected(t *testing.T) {
 	}
 	fs.advance(11 * time.Minute)
 	now = t0.Add(time.Minute)
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}

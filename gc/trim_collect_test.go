@@ -47,7 +47,7 @@ func TestSessionAcrossTrimAndCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.advance(11 * time.Minute)
-	rep, err := c.Pass(ctx, mpath, dpre)
+	rep, err := c.Pass(ctx, ingest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (p *Producer) requiresTimestamps(ctx context.Context) bool {
 	if manifest.TimestampingMode(p.tsMode.Load()) != manifest.ClientRequire {
 		return false
 	}
-	if snap, err := manifest.Open(p.store, p.cfg.ManifestPath).Load(ctx); err == nil {
+	if snap, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey()).Load(ctx); err == nil {
 		p.tsMode.Store(uint32(snap.State.Config.Timestamping.Mode))
 	}
 	return manifest.TimestampingMode(p.tsMode.Load()) == manifest.ClientRequire

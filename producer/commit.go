@@ -114,7 +114,7 @@ func (p *Producer) commitGroup(group []*batch) {
 			return
 		}
 		start := time.Now()
-		wres, err := manifest.Open(p.store, p.cfg.ManifestPath).Write(p.ctx, w.st, p.c.snap.Version)
+		wres, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey()).Write(p.ctx, w.st, p.c.snap.Version)
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
 		if err == nil {
 			p.writeSucceeded(w, &wres.Snapshot)

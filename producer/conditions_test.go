@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -364,7 +365,7 @@ func TestStreamReplacedFailsTickets(t *testing.T) {
 
 func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	c := DefaultConfig()
-	c.DataPathPrefix = ""
+	c.Stream = stream.Stream{}
 	c.FlushSizeBytes = 0
 	c.MaxBufferedInputs = -1
 	c.MaxInFlightBytes = 10
@@ -375,7 +376,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("want ErrInvalidConfig, got %v", err)
 	}
 	problems := err.(interface{ Unwrap() []error }).Unwrap()
-	// object store, prefix, flush size, buffered inputs, in-flight bytes, deadline, batching
+	// object store, stream, flush size, buffered inputs, in-flight bytes, deadline, batching
 	if len(problems) != 7 {
 		t.Fatalf("want 7 problems, got %d: %v", len(problems), err)
 	}
@@ -384,23 +385,6 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	c.FlushInterval = 0 // legal: every append is its own batch
 	if err := c.Validate(); err != nil {
 		t.Fatalf("default config with a store: %v", err)
-	}
-}
-
-// TestConfigSharedDataPrefix: a manifest path of its own beside the default data prefix is
-// refused, since two streams that share a data prefix delete each other's batch objects in
-// garbage collection; both set, or both left at their defaults, are fine.
-func TestConfigSharedDataPrefix(t *testing.T) {
-	c := DefaultConfig()
-	c.ObjectStore = objectstore.NewMemStore()
-	c.ManifestPath = "a/manifest"
-	err := c.Validate()
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `"ingest"`) || !strings.Contains(err.Error(), `"a/data"`) {
-		t.Fatalf("manifest path a/manifest beside the default data prefix: %v", err)
-	}
-	c.DataPathPrefix = "a/data"
-	if err := c.Validate(); err != nil {
-		t.Fatalf("manifest path and data prefix both set: %v", err)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,24 +13,21 @@ import (
 	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Config configures a Producer. Start from DefaultConfig, set ObjectStore and what else you
 // need, and pass it to New, which validates it and reports every problem at once.
 //
-// The first seven fields are the seeds' ProducerConfig with its defaults.
+// The first six fields are opendata's Buffer's ProducerConfig with its defaults.
 type Config struct {
 	// ObjectStore is where batch objects and the manifest live. Required.
 	ObjectStore objectstore.Store
-	// DataPathPrefix is the key prefix of batch objects. Default "ingest". Each stream needs
-	// its own: the collector (package gc) deletes the objects under a stream's data prefix
-	// that its manifest does not reference, so two streams that share one delete each
-	// other's records. New refuses a ManifestPath other than the default beside the default
-	// DataPathPrefix, the easy way to get there (package catalog's layout, streams/NAME/manifest
-	// beside streams/NAME/data, keeps them apart).
-	DataPathPrefix string
-	// ManifestPath is the key of the stream's manifest. Default "ingest/manifest".
-	ManifestPath string
+	// Stream is the stream appended to: its manifest and the prefix of its batch objects
+	// (opendata's Buffer's manifest_path and data_path_prefix in one value). Default stream.Default(),
+	// "ingest/manifest" and "ingest"; stream.New and stream.Locate make others, and refuse a
+	// data prefix that would share another stream's. The zero Stream is refused.
+	Stream stream.Stream
 	// FlushInterval: the open batch is flushed this long after its first append. Default
 	// 100 ms. Zero is legal and flushes every append at once (no batching across appends).
 	FlushInterval time.Duration
@@ -98,8 +94,7 @@ type Config struct {
 // DefaultConfig returns the defaults; ObjectStore is left nil and must be set.
 func DefaultConfig() Config {
 	return Config{
-		DataPathPrefix:    "ingest",
-		ManifestPath:      "ingest/manifest",
+		Stream:            stream.Default(),
 		FlushInterval:     100 * time.Millisecond,
 		FlushSizeBytes:    64 << 20,
 		MaxBufferedInputs: 1000,
@@ -132,14 +127,8 @@ func (c *Config) Validate() error {
 	if c.ObjectStore == nil {
 		bad("object store is required")
 	}
-	if err := objectstore.ValidateKey(c.DataPathPrefix + "/x"); c.DataPathPrefix == "" || err != nil {
-		bad("data path prefix %q is not a valid key prefix", c.DataPathPrefix)
-	}
-	if err := objectstore.ValidateKey(c.ManifestPath); err != nil {
-		bad("manifest path: %v", err)
-	}
-	if def := DefaultConfig(); c.DataPathPrefix == def.DataPathPrefix && c.ManifestPath != def.ManifestPath {
-		bad("data path prefix is still the default %q while the manifest path is %q: give each stream a data prefix of its own (e.g. %q), since garbage collection deletes what a stream's manifest does not reference under its prefix", c.DataPathPrefix, c.ManifestPath, path.Join(path.Dir(c.ManifestPath), "data"))
+	if c.Stream.IsZero() {
+		bad("stream is required (stream.Default(), stream.New or stream.Locate)")
 	}
 	if c.FlushInterval < 0 {
 		bad("flush interval %v must not be negative", c.FlushInterval)

@@ -69,7 +69,7 @@ func (k kicks) wake(ch chan struct{}) {
 	}
 }
 
-// New opens the stream at cfg.ManifestPath (creating it if cfg.CreateStream) and starts the
+// New opens the stream at cfg.Stream.ManifestKey() (creating it if cfg.CreateStream) and starts the
 // producer's goroutines. Close it to drain and stop them.
 func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		p.wg.Add(1)
 		go p.expiryLoop()
 	}
-	p.log.Debug("producer started", "manifest", cfg.ManifestPath, "generation", snap.State.GenerationString(), "first_batch", p.nextNum)
+	p.log.Debug("producer started", "manifest", cfg.Stream.ManifestKey(), "generation", snap.State.GenerationString(), "first_batch", p.nextNum)
 	return p, nil
 }
 
@@ -143,9 +143,9 @@ func open(ctx context.Context, cfg Config) (*manifest.Snapshot, error) {
 	var snap *manifest.Snapshot
 	var err error
 	if cfg.CreateStream {
-		snap, err = manifest.Open(cfg.ObjectStore, cfg.ManifestPath).LoadOrCreate(octx, cfg.StreamConfig, cfg.Now())
+		snap, err = manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey()).LoadOrCreate(octx, cfg.StreamConfig, cfg.Now())
 	} else {
-		snap, err = manifest.Open(cfg.ObjectStore, cfg.ManifestPath, manifest.WithBackoff(cfg.Backoff)).LoadWithRetry(octx)
+		snap, err = manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).LoadWithRetry(octx)
 	}
 	if err != nil && octx.Err() != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("producer: open stream: %w: not opened within %v: %w", ErrDeliveryTimeout, cfg.DeliveryTimeout, causeOf(err))

@@ -38,7 +38,7 @@ func (p *Producer) reload() bool {
 	const corruptAttempts = 3
 	corrupt := 0
 	for attempt := 0; ; attempt++ {
-		snap, err := manifest.Open(p.store, p.cfg.ManifestPath).Load(p.ctx)
+		snap, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey()).Load(p.ctx)
 		if err == nil && snap.State.Generation != p.gen {
 			err = manifest.ErrGenerationChanged
 		}

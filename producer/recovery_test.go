@@ -36,7 +36,7 @@ func TestEvictedRowRestartDoesNotResolveFromOldEntry(t *testing.T) {
 
 	// MaxProducers busier producers evict the row, least recently seen first (as Apply's
 	// PruneProducers does).
-	if _, err := manifest.Open(mem, cfg.ManifestPath).Update(ctx, func(st *manifest.State) error {
+	if _, err := manifest.Open(mem, cfg.Stream.ManifestKey()).Update(ctx, func(st *manifest.State) error {
 		seen := st.Producers[cfg.ProducerID].LastSeenMs
 		for i := range manifest.MaxProducers {
 			st.Producers[fmt.Sprintf("other-%04d", i)] = manifest.ProducerState{LastBatch: 1, LastSeenMs: seen + 1}
@@ -62,7 +62,7 @@ func TestEvictedRowRestartDoesNotResolveFromOldEntry(t *testing.T) {
 	if f.left != 0 {
 		t.Fatalf("the injected failure did not happen")
 	}
-	recs, _ := readStream(t, mem, cfg.ManifestPath)
+	recs, _ := readStream(t, mem, cfg.Stream.ManifestKey())
 	verify(t, recs, []ackedAppend{{bodies: []string{"old"}, ack: oldAck}, {bodies: []string{"new"}, ack: newAck}}, nil,
 		map[string]bool{"old": true, "new": true})
 }
@@ -169,7 +169,7 @@ func TestNoBatchCommittedPastDeadlineAfterSlowReupload(t *testing.T) {
 	for _, v := range s.violations {
 		t.Error(v)
 	}
-	recs, _ := readStream(t, mem, cfg.ManifestPath)
+	recs, _ := readStream(t, mem, cfg.Stream.ManifestKey())
 	verify(t, recs, []ackedAppend{{bodies: []string{"b1-record"}, ack: ack1}, {bodies: []string{"b2-record"}, ack: ack2}}, nil,
 		map[string]bool{"b1-record": true, "b2-record": true})
 }
@@ -288,25 +288,25 @@ func TestReusedProducerIDIsReported(t *testing.T) {
 	inner := objectstore.NewMemStore()
 	cfg := testConfig(inner)
 	cfg.ProducerID = "ingest-host-1"
-	if _, err := manifest.Open(inner, cfg.ManifestPath).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(inner, cfg.Stream.ManifestKey()).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	hs := &hookStore{Store: inner, path: cfg.ManifestPath}
+	hs := &hookStore{Store: inner, path: cfg.Stream.ManifestKey()}
 	hs.hook = func() {
 		// The old process's in-flight commit of its batch 1 lands now.
-		snap, err := manifest.Open(inner, cfg.ManifestPath).Load(ctx)
+		snap, err := manifest.Open(inner, cfg.Stream.ManifestKey()).Load(ctx)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		st := snap.State.Clone()
 		old := []*batchfmt.AppendInput{{Records: []batchfmt.Record{{Body: []byte("old-1")}, {Body: []byte("old-2")}}}}
-		if _, err := st.Apply(&manifest.Batch{Key: cfg.DataPathPrefix + "/old-process-object", ObjectBytes: 10,
+		if _, err := st.Apply(&manifest.Batch{Key: cfg.Stream.DataPrefix() + "/old-process-object", ObjectBytes: 10,
 			ProducerID: cfg.ProducerID, BatchNum: 1, ArrivalMs: uint64(time.Now().UnixMilli()), Appends: old}); err != nil {
 			t.Error(err)
 			return
 		}
-		if _, err := manifest.Open(inner, cfg.ManifestPath).Write(ctx, st, snap.Version); err != nil {
+		if _, err := manifest.Open(inner, cfg.Stream.ManifestKey()).Write(ctx, st, snap.Version); err != nil {
 			t.Error(err)
 		}
 	}

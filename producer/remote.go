@@ -41,7 +41,7 @@ func (p *Producer) commitRemote(group []*batch) bool {
 
 // request is the commit request of w's batches.
 func (p *Producer) request(w *write) *wire.Request {
-	req := &wire.Request{ManifestPath: p.cfg.ManifestPath, Generation: wire.Generation(p.gen), ProducerID: p.id}
+	req := &wire.Request{ManifestPath: p.cfg.Stream.ManifestKey(), Generation: wire.Generation(p.gen), ProducerID: p.id}
 	chains := map[*Chain]int{}
 	for i, b := range w.group {
 		mb := &manifest.Batch{Key: b.key, ObjectBytes: uint64(len(b.data)), BatchNum: b.num, ArrivalMs: b.arrivalMs, Appends: b.appends}

@@ -72,7 +72,7 @@ func (p *Producer) encode(b *batch) bool {
 func (p *Producer) upload(b *batch) error {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		key := fmt.Sprintf("%s/%012x%s", p.cfg.DataPathPrefix, max(p.cfg.Now().UnixMilli(), 0), randomID(8))
+		key := fmt.Sprintf("%s/%012x%s", p.cfg.Stream.DataPrefix(), max(p.cfg.Now().UnixMilli(), 0), randomID(8))
 		_, err := objectstore.PutBytes(p.ctx, p.store, key, b.data, objectstore.IfAbsent())
 		if err == nil {
 			b.key, b.uploadStart = key, start

@@ -25,7 +25,7 @@ func (h *harness) finalChecks() {
 		// referenced, and what is referenced must be readable.
 		time.Sleep(h.sc.Grace + time.Second)
 		for range 2 {
-			if _, err := gc.Pass(ctx, h.shared, h.sc.ManifestPath, h.sc.DataPrefix, h.gcConfig()); err != nil {
+			if _, err := gc.Pass(ctx, h.shared, h.sc.Stream, h.gcConfig()); err != nil {
 				h.violate("final gc pass: %v", err)
 			}
 		}
@@ -33,7 +33,7 @@ func (h *harness) finalChecks() {
 	if h.sc.afterGC != nil {
 		h.sc.afterGC(h)
 	}
-	recs, st, refs, err := readStream(ctx, h.base, h.sc.ManifestPath)
+	recs, st, refs, err := readStream(ctx, h.base, h.sc.Stream.ManifestKey())
 	if err != nil {
 		h.violate("final read: %v", err)
 	}
@@ -60,12 +60,12 @@ func (h *harness) finalChecks() {
 
 // checkCollected: after the final passes no unreferenced batch or segment object is left.
 func (h *harness) checkCollected(ctx context.Context, refs map[string]bool) {
-	for _, prefix := range []string{h.sc.DataPrefix + "/", manifest.SegmentPrefix(h.sc.ManifestPath)} {
+	for _, prefix := range []string{h.sc.Stream.DataPrefix() + "/", h.sc.Stream.SegmentPrefix()} {
 		err := objectstore.ListAll(ctx, h.base, prefix, func(info objectstore.ObjectInfo) error {
 			if refs[info.Key] {
 				return nil
 			}
-			if gc.IsBatchKey(h.sc.DataPrefix, info.Key) || gc.IsSegmentKey(h.sc.ManifestPath, info.Key) {
+			if gc.IsBatchKey(h.sc.Stream.DataPrefix(), info.Key) || gc.IsSegmentKey(h.sc.Stream.ManifestKey(), info.Key) {
 				h.violate("unreferenced object %s (modified %v) survived the final collection", info.Key, info.ModTime.Sub(h.start))
 			}
 			return nil

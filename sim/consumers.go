@@ -20,12 +20,12 @@ func (h *harness) runConsumer(ctx context.Context) {
 	// The group joins once a producer has created the stream (the harness looks without
 	// faults; streams are never deleted here).
 	for {
-		if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.ManifestPath); err == nil {
+		if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.Stream.ManifestKey()); err == nil {
 			break
 		}
 		select {
 		case <-h.targetSet:
-			if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.ManifestPath); err != nil {
+			if _, _, err := objectstore.ReadAll(ctx, h.base, h.sc.Stream.ManifestKey()); err != nil {
 				h.violate("consumer: the stream was never created: %v", err)
 				return
 			}
@@ -85,8 +85,7 @@ func (h *harness) runConsumer(ctx context.Context) {
 func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer.Config {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = store
-	cfg.ManifestPath = h.sc.ManifestPath
-	cfg.DataPathPrefix = h.sc.DataPrefix
+	cfg.Stream = h.sc.Stream
 	cfg.Group = "g"
 	cfg.ReadAheadDepth = 1 + r.IntN(4)
 	cfg.PollInterval = time.Duration(10+r.IntN(100)) * time.Millisecond

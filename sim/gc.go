@@ -35,7 +35,7 @@ func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 		if cut {
 			pctx, cancel = context.WithTimeout(ctx, time.Duration(r.IntN(300))*time.Millisecond)
 		}
-		rep, err := col.Pass(pctx, h.sc.ManifestPath, h.sc.DataPrefix)
+		rep, err := col.Pass(pctx, h.sc.Stream)
 		cancel()
 		if cut && err != nil {
 			// A pass cut short leaves the collector to be rebuilt; its error is still

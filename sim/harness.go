@@ -115,7 +115,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 	}
 	h := &harness{sc: sc, start: time.Now(), base: objectstore.NewMemStore(), appended: map[string]bool{}, expired: map[string]bool{},
 		targetSet: make(chan struct{}), consumerOK: make(chan struct{})}
-	h.led = newLedger(h.base, sc.ManifestPath)
+	h.led = newLedger(h.base, sc.Stream.ManifestKey())
 	h.net = &simNet{h: h, r: rand.New(rand.NewPCG(sc.Seed, 0x4e7)), at: map[string]*committer.Committer{}}
 	var err error
 	rule := faultstore.Rule{ErrBefore: sc.ErrBefore, ErrAfter: sc.ErrAfter, BodyErr: sc.BodyErr}
@@ -179,7 +179,7 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 		close(comStop)
 		comDone.Wait()
 		h.late.Wait()
-		snap, err := manifest.Open(h.base, sc.ManifestPath).Load(context.Background())
+		snap, err := manifest.Open(h.base, sc.Stream.ManifestKey()).Load(context.Background())
 		if err != nil {
 			h.violate("load the manifest after the producers finished: %v", err)
 		} else {
@@ -233,7 +233,7 @@ func (h *harness) result() Result {
 	res.ManifestWrites, res.MaxEntries, res.MaxRefs = h.led.writes, h.led.maxEntries, h.led.maxRefs
 	res.Deleted = len(h.led.deleted)
 	h.led.mu.Unlock()
-	if snap, err := manifest.Open(h.base, h.sc.ManifestPath).Load(context.Background()); err == nil {
+	if snap, err := manifest.Open(h.base, h.sc.Stream.ManifestKey()).Load(context.Background()); err == nil {
 		res.Present = int(snap.State.Tail.SeqNum - snap.State.FirstSeq())
 		res.Dropped = snap.State.FirstSeq()
 		res.Segments = len(snap.State.Segments)

@@ -58,8 +58,7 @@ func (h *harness) startProc(ctx context.Context, name string, r *rand.Rand, cras
 func (h *harness) producerConfig(store objectstore.Store, id string) producer.Config {
 	cfg := producer.DefaultConfig()
 	cfg.ObjectStore = store
-	cfg.ManifestPath = h.sc.ManifestPath
-	cfg.DataPathPrefix = h.sc.DataPrefix
+	cfg.Stream = h.sc.Stream
 	cfg.FlushInterval = h.sc.FlushInterval
 	cfg.UploadConcurrency = h.sc.UploadConcurrency
 	cfg.MaxGroupBatches = h.sc.MaxGroupBatches

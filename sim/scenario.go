@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Scenario is one simulated run. NewScenario derives every field from a seed; a test may
 // change fields before Run.
 type Scenario struct {
-	Seed         uint64
-	ManifestPath string
-	DataPrefix   string
+	Seed   uint64
+	Stream stream.Stream
 
 	// Producers is the number of producer "slots" writing at once; each slot is a sequence
 	// of process instances (a crashed one is replaced by a fresh one with a new producer id)
@@ -95,7 +96,7 @@ type Scenario struct {
 func NewScenario(seed uint64) Scenario {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	sc := Scenario{
-		Seed: seed, ManifestPath: "s/manifest", DataPrefix: "s/data",
+		Seed: seed, Stream: stream.MustNew("s/manifest", "s/data"),
 		Producers:         1 + r.IntN(3),
 		Appends:           5 + r.IntN(20),
 		MaxRecords:        1 + r.IntN(5),

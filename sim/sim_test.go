@@ -158,7 +158,7 @@ func TestCheckerCatches(t *testing.T) {
 	base := NewScenario(3)
 	base.Producers, base.Appends, base.Crashes, base.Consumer, base.GC = 2, 10, 0, true, true
 	firstEntry := func(h *harness) string {
-		recs, st, _, err := readStream(context.Background(), h.base, h.sc.ManifestPath)
+		recs, st, _, err := readStream(context.Background(), h.base, h.sc.Stream.ManifestKey())
 		if err != nil || len(recs) == 0 || len(st.Entries) == 0 {
 			t.Errorf("sabotage: no stream to damage: %v", err)
 			return ""
@@ -203,7 +203,7 @@ func TestCheckerCatches(t *testing.T) {
 			h.members[len(h.members)-2].ackedThru = 1
 		}, nil},
 		{"orphan left behind", "survived the final collection", nil, func(h *harness) {
-			objectstore.PutBytes(context.Background(), h.base, h.sc.DataPrefix+"/0000000000010123456789abcdef", []byte("x"), objectstore.Unconditional())
+			objectstore.PutBytes(context.Background(), h.base, h.sc.Stream.DataPrefix()+"/0000000000010123456789abcdef", []byte("x"), objectstore.Unconditional())
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -298,7 +298,7 @@ func (h *harness) landLater(who, key string, data []byte, cond objectstore.PutCo
 		defer late.Done()
 		time.Sleep(d)
 		_, err := h.shared.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), cond)
-		if strings.HasSuffix(key, "/manifest") || key == h.sc.ManifestPath {
+		if strings.HasSuffix(key, "/manifest") || key == h.sc.Stream.ManifestKey() {
 			h.event("late manifest write of %s landed after %v: %v", who, d, err)
 		}
 	}()

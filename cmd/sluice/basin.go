@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // basinNameRule is S2's rule for basin names, for help texts and errors.
@@ -40,8 +40,8 @@ func basinInfo(b engine.BasinInfo) s2api.BasinInfo {
 
 // validateBasinArg checks a basin name given as an argument, in the words of S2's rule.
 func validateBasinArg(name string) error {
-	var ne *catalog.NameError
-	if err := catalog.ValidateBasinName(name); errors.As(err, &ne) {
+	var ne *stream.NameError
+	if err := stream.ValidateBasinName(name); errors.As(err, &ne) {
 		return fmt.Errorf("invalid basin name %q: %s (S2's rule: %s)", name, ne.Reason, basinNameRule)
 	} else if err != nil {
 		return err

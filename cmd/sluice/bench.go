@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/bench"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 type benchFlags struct {
@@ -158,7 +158,7 @@ func (f *benchFlags) validate(cmd *cobra.Command) error {
 		bad("--auth-token applies to --endpoint only")
 	}
 	if f.basin != "" {
-		if err := catalog.ValidateBasinName(f.basin); err != nil {
+		if err := stream.ValidateBasinName(f.basin); err != nil {
 			bad("invalid value %q for --basin: %v", f.basin, err)
 		}
 	}

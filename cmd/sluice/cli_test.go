@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // backend is a store the end-to-end tests run every command against.
@@ -488,12 +488,12 @@ func TestStreamDeleteSparesLaterObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := catalog.Locate("", "keep")
+	st, err := stream.Locate("", "keep")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := strings.TrimSuffix(st.ManifestPath, "manifest")
-	late := st.DataPrefix + "/late-object"
+	dir := strings.TrimSuffix(st.ManifestKey(), "manifest")
+	late := st.DataPrefix() + "/late-object"
 	if _, err := fs.Put(ctx, late, strings.NewReader("x"), 1, objectstore.PutCondition{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // defaultCLIDeliveryTimeout is how long the CLI's appends wait for a store that refuses them
@@ -22,20 +22,19 @@ const defaultCLIDeliveryTimeout = 5 * time.Minute
 // newProducer opens a producer on an existing stream (library mode never creates a stream
 // implicitly, except append --create). An append not committed deliveryTimeout after its
 // batch was flushed fails (producer.ErrDeliveryTimeout; 0: no bound).
-func (e *libEnv) newProducer(ctx context.Context, st catalog.Stream, create bool, deliveryTimeout time.Duration, tweak ...func(*producer.Config)) (*producer.Producer, error) {
+func (e *libEnv) newProducer(ctx context.Context, st stream.Stream, create bool, deliveryTimeout time.Duration, tweak ...func(*producer.Config)) (*producer.Producer, error) {
 	cfg := producer.DefaultConfig()
 	cfg.DeliveryTimeout = deliveryTimeout
 	for _, t := range tweak {
 		t(&cfg)
 	}
 	cfg.ObjectStore = e.store
-	cfg.ManifestPath = st.ManifestPath
-	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Stream = st
 	cfg.CreateStream = create
 	cfg.Logger = e.log
 	p, err := producer.New(ctx, cfg)
 	if err != nil {
-		return nil, e.streamErr(st.Name, err)
+		return nil, e.streamErr(st.Name(), err)
 	}
 	return p, nil
 }
@@ -393,7 +392,7 @@ entries (one per batch object) and totals. Sealed segments are not expanded.`,
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), inspectState(args[0], basin, st.ManifestPath, snap))
+			return printJSON(cmd.OutOrStdout(), inspectState(args[0], basin, st.ManifestKey(), snap))
 		},
 	}
 	addBasinFlag(cmd, &basin)

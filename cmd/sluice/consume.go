@@ -167,8 +167,7 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	}
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
-	cfg.ManifestPath = st.ManifestPath
-	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Stream = st
 	cfg.Group = f.group
 	cfg.AckInterval = f.ackInterval
 	cfg.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 type gcFlags struct {
@@ -132,9 +133,9 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	out := newJSONOut(cmd.OutOrStdout())
 	failed := 0
 	for _, st := range streams {
-		rep, err := col.FullPass(ctx, st.ManifestPath, st.DataPrefix)
+		rep, err := col.FullPass(ctx, st)
 		rj := gcReportJSON{
-			Stream: st.Name, Basin: st.Basin, EntriesDropped: rep.EntriesDropped, TrimRaisedTo: rep.TrimRaisedTo, Listed: rep.Listed,
+			Stream: st.Name(), Basin: st.Basin(), EntriesDropped: rep.EntriesDropped, TrimRaisedTo: rep.TrimRaisedTo, Listed: rep.Listed,
 			Referenced: rep.Referenced, Young: rep.Young, Foreign: rep.Foreign, Deleted: rep.Deleted,
 			DeleteErrors: rep.DeleteErrors,
 		}
@@ -157,7 +158,7 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 
 // gcStreams lists what the collector visits: every stream, then every deleted stream that
 // left objects behind (catalog.GoneStreams), which a pass sweeps.
-func gcStreams(ctx context.Context, store objectstore.Store) ([]catalog.Stream, error) {
+func gcStreams(ctx context.Context, store objectstore.Store) ([]stream.Stream, error) {
 	all, err := catalog.AllStreams(ctx, store)
 	if err != nil {
 		return nil, err

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 func newGroupsCmd(g *globals) *cobra.Command {
@@ -49,11 +49,10 @@ func groupLine(gi consumer.GroupInfo) groupJSONLine {
 }
 
 // groupConfig is the consumer config of a groups command on stream st.
-func (e *libEnv) groupConfig(st catalog.Stream, group string) consumer.Config {
+func (e *libEnv) groupConfig(st stream.Stream, group string) consumer.Config {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
-	cfg.ManifestPath = st.ManifestPath
-	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Stream = st
 	cfg.Logger = e.log
 	cfg.Group = group
 	return cfg

@@ -20,12 +20,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // libEnv is what a library-mode command works with: the store, the logger and the stream
@@ -50,7 +50,7 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 		return nil, err
 	}
 	if basin != nil && *basin != "" {
-		if err := catalog.ValidateBasinName(*basin); err != nil {
+		if err := stream.ValidateBasinName(*basin); err != nil {
 			return nil, fmt.Errorf("invalid value %q for --basin: %w", *basin, err)
 		}
 	}
@@ -76,15 +76,15 @@ func openLib(ctx context.Context, g *globals, basin *string) (*libEnv, error) {
 
 // openStream is openLib followed by locate: the commands that work on one stream start so.
 // The caller closes the environment.
-func openStream(ctx context.Context, g *globals, basin *string, name string) (*libEnv, catalog.Stream, error) {
+func openStream(ctx context.Context, g *globals, basin *string, name string) (*libEnv, stream.Stream, error) {
 	e, err := openLib(ctx, g, basin)
 	if err != nil {
-		return nil, catalog.Stream{}, err
+		return nil, stream.Stream{}, err
 	}
 	st, err := e.locate(name)
 	if err != nil {
 		e.close()
-		return nil, catalog.Stream{}, err
+		return nil, stream.Stream{}, err
 	}
 	return e, st, nil
 }
@@ -109,10 +109,10 @@ func validateNewStreamName(name string) error {
 }
 
 // locate maps a stream name (an argument) to its place in the store.
-func (e *libEnv) locate(name string) (catalog.Stream, error) {
-	st, err := catalog.Locate(e.basinName(), name)
+func (e *libEnv) locate(name string) (stream.Stream, error) {
+	st, err := stream.Locate(e.basinName(), name)
 	if err != nil {
-		return catalog.Stream{}, fmt.Errorf("invalid stream name %q: %w", name, err)
+		return stream.Stream{}, fmt.Errorf("invalid stream name %q: %w", name, err)
 	}
 	return st, nil
 }
@@ -183,12 +183,12 @@ func storeHint(err error) string {
 }
 
 // load reads a stream's manifest.
-func (e *libEnv) load(ctx context.Context, name string) (catalog.Stream, *manifest.Snapshot, error) {
+func (e *libEnv) load(ctx context.Context, name string) (stream.Stream, *manifest.Snapshot, error) {
 	st, err := e.locate(name)
 	if err != nil {
 		return st, nil, err
 	}
-	snap, err := manifest.Open(e.store, st.ManifestPath).Load(ctx)
+	snap, err := manifest.Open(e.store, st.ManifestKey()).Load(ctx)
 	if err != nil {
 		return st, nil, e.streamErr(name, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 type readFlags struct {
@@ -115,11 +115,10 @@ func (f *readFlags) request(cmd *cobra.Command) consumer.ReadRequest {
 }
 
 // newReader returns a consumer.Reader of a stream.
-func (e *libEnv) newReader(st catalog.Stream) (*consumer.Reader, error) {
+func (e *libEnv) newReader(st stream.Stream) (*consumer.Reader, error) {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
-	cfg.ManifestPath = st.ManifestPath
-	cfg.DataPathPrefix = st.DataPrefix
+	cfg.Stream = st
 	cfg.Logger = e.log
 	return consumer.NewReader(cfg)
 }

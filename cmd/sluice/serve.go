@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 type serveFlags struct {
@@ -236,14 +237,14 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		gcfg.GracePeriod = f.gcGracePeriod
 		gcfg.Logger = log
 		gcfg.Registerer = reg
-		gcRunner, err = gc.Run(ctx, store, gcfg, func(ctx context.Context) ([]gc.Stream, error) {
+		gcRunner, err = gc.Run(ctx, store, gcfg, func(ctx context.Context) ([]stream.Stream, error) {
 			all, err := gcStreams(ctx, store)
 			if err != nil {
 				return nil, err
 			}
-			out := make([]gc.Stream, len(all))
+			out := make([]stream.Stream, len(all))
 			for i, st := range all {
-				out[i] = gc.Stream{ManifestPath: st.ManifestPath, DataPrefix: st.DataPrefix}
+				out[i] = st
 			}
 			return out, nil
 		})

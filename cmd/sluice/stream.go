@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 func newStreamCmd(g *globals) *cobra.Command {
@@ -199,7 +200,7 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 					return err
 				}
 			}
-			if _, err := manifest.Open(e.store, st.ManifestPath).Create(ctx, cfg, time.Now()); err != nil {
+			if _, err := manifest.Open(e.store, st.ManifestKey()).Create(ctx, cfg, time.Now()); err != nil {
 				return e.streamErr(args[0], err)
 			}
 			e.log.Debug("stream created", "stream", args[0], "basin", basin)
@@ -247,7 +248,7 @@ writes. A shorter retention takes effect at the next GC pass.
 				if err != nil {
 					return err
 				}
-				snap, err = manifest.Open(e.store, st.ManifestPath).Update(ctx, func(s *manifest.State) error {
+				snap, err = manifest.Open(e.store, st.ManifestKey()).Update(ctx, func(s *manifest.State) error {
 					c := s.Config
 					if err := cf.apply(cmd, &c); err != nil {
 						return err
@@ -313,8 +314,8 @@ UTC; deleted_at is always null: a deleted stream is gone). It reads each stream'
 				if name <= startAfter || (limit > 0 && n >= limit) {
 					continue
 				}
-				st, _ := catalog.Locate(basin, name)
-				snap, err := manifest.Open(e.store, st.ManifestPath).Load(ctx)
+				st, _ := stream.Locate(basin, name)
+				snap, err := manifest.Open(e.store, st.ManifestKey()).Load(ctx)
 				if errors.Is(err, manifest.ErrNotExist) {
 					continue // deleted meanwhile (as the API's list skips it)
 				}

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/faultstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // storeTarget returns a target on s for a stream of its own, with a 10 ms flush interval.
@@ -31,8 +31,8 @@ func storeTarget(t *testing.T, s objectstore.Store, name string, tweak ...func(*
 // assertNoStreamLeft fails t if anything of the stream name is left in s.
 func assertNoStreamLeft(t *testing.T, s objectstore.Store, name string) {
 	t.Helper()
-	st, _ := catalog.Locate("", name)
-	dir := strings.TrimSuffix(st.ManifestPath, "manifest")
+	st, _ := stream.Locate("", name)
+	dir := strings.TrimSuffix(st.ManifestKey(), "manifest")
 	page, err := s.List(context.Background(), dir, "", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -116,8 +116,8 @@ func TestRunInterruptedCleansUp(t *testing.T) {
 // run ends with the appends' error (their delivery timeout) and still deletes the stream.
 func TestRunFailedAppendIsAnErrorAndCleansUp(t *testing.T) {
 	mem := objectstore.NewMemStore()
-	st, _ := catalog.Locate("", "bench-fail")
-	fs, err := faultstore.New(mem, 1, faultstore.Rule{Ops: []objectstore.Op{objectstore.OpPut}, Key: st.DataPrefix, ErrBefore: 1})
+	st, _ := stream.Locate("", "bench-fail")
+	fs, err := faultstore.New(mem, 1, faultstore.Rule{Ops: []objectstore.Op{objectstore.OpPut}, Key: st.DataPrefix(), ErrBefore: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // StoreTarget runs in this process on a store: each writer is a producer.Producer on the
@@ -23,7 +23,7 @@ type StoreTarget struct {
 	store    objectstore.Store // instrumented
 	raw      objectstore.Store
 	basin    string
-	st       catalog.Stream
+	st       stream.Stream
 	producer producer.Config
 	log      *slog.Logger
 	notifier *consumer.Notifier
@@ -35,7 +35,7 @@ type StoreTarget struct {
 // namespace) in s, whose producers start from cfg (its store, paths, CreateStream and
 // Logger are set here). The caller closes s after the run.
 func NewStoreTarget(s objectstore.Store, basin, name string, cfg producer.Config, log *slog.Logger) (*StoreTarget, error) {
-	st, err := catalog.Locate(basin, name)
+	st, err := stream.Locate(basin, name)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (c *opCounter) ObserveOp(e objectstore.OpEvent) {
 
 // Create creates the stream with the default configuration.
 func (t *StoreTarget) Create(ctx context.Context) error {
-	if _, err := manifest.Open(t.store, t.st.ManifestPath).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
+	if _, err := manifest.Open(t.store, t.st.ManifestKey()).Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
 		return err
 	}
 	t.created = true
@@ -81,7 +81,7 @@ func (t *StoreTarget) Delete(ctx context.Context) error {
 		return err
 	}
 	defer en.Close(context.WithoutCancel(ctx))
-	if _, err := en.DeleteStream(ctx, t.basin, t.st.Name); err != nil && !errors.Is(err, manifest.ErrNotExist) {
+	if _, err := en.DeleteStream(ctx, t.basin, t.st.Name()); err != nil && !errors.Is(err, manifest.ErrNotExist) {
 		return err
 	}
 	t.created = false
@@ -103,7 +103,7 @@ func (t *StoreTarget) Requests(context.Context) (map[string]int64, bool) {
 func (t *StoreTarget) NewWriter(ctx context.Context, _ int) (Writer, error) {
 	cfg := t.producer
 	cfg.ObjectStore = t.store
-	cfg.ManifestPath, cfg.DataPathPrefix = t.st.ManifestPath, t.st.DataPrefix
+	cfg.Stream = t.st
 	cfg.CreateStream = false
 	cfg.Logger = t.log
 	p, err := producer.New(ctx, cfg)
@@ -150,7 +150,7 @@ func (p storePending) Wait(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	at := time.Now()
-	p.t.notifier.Notify(p.t.st.ManifestPath)
+	p.t.notifier.Notify(p.t.st.ManifestKey())
 	return at, nil
 }
 
@@ -158,7 +158,7 @@ func (p storePending) Wait(ctx context.Context) (time.Time, error) {
 func (t *StoreTarget) Follow(ctx context.Context) (Follower, error) {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = t.store
-	cfg.ManifestPath, cfg.DataPathPrefix = t.st.ManifestPath, t.st.DataPrefix
+	cfg.Stream = t.st
 	cfg.Notifier, cfg.Logger = t.notifier, t.log
 	r, err := consumer.NewReader(cfg)
 	if err != nil {
