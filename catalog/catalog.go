@@ -21,6 +21,13 @@ import (
 	"github.com/sluice-dev/sluice/stream"
 )
 
+// The keys of a located stream below its directory: its batch objects' and its segments'
+// (see stream.Locate).
+var (
+	dataTail    = stream.DataName + "/"
+	segmentTail = stream.SegmentPrefix(stream.ManifestName)
+)
+
 // cutDir splits a key below a streams root into the stream's directory (its segments ending
 // in '~' and the one after them) and the rest.
 func cutDir(rest string) (dir, tail string, ok bool) {
@@ -100,7 +107,7 @@ func streamsUnder(ctx context.Context, s objectstore.Store, basin, prefix string
 		encPrefix = root + p
 	}
 	return walkDirs(ctx, s, root, encPrefix, root, func(enc, tail string, o objectstore.ObjectInfo) bool {
-		if tail != "manifest" {
+		if tail != stream.ManifestName {
 			return true
 		}
 		name, derr := stream.DecodeDir(enc)
@@ -137,11 +144,11 @@ func walkDirs(ctx context.Context, s objectstore.Store, root, listPrefix, after 
 				return nil
 			}
 			switch {
-			case strings.HasPrefix(tail, "data/"):
+			case strings.HasPrefix(tail, dataTail):
 				// Skip the stream's data objects: "data0" sorts after every "data/...".
-				after = root + enc + "/data0"
-			case strings.HasPrefix(tail, "manifest.seg/"):
-				after = root + enc + "/manifest.seg0" // likewise its sealed segments
+				after = root + enc + "/" + stream.DataName + "0"
+			case strings.HasPrefix(tail, segmentTail):
+				after = root + enc + "/" + strings.TrimSuffix(segmentTail, "/") + "0" // likewise its sealed segments
 			default:
 				after = key
 			}
@@ -324,9 +331,9 @@ func walkGone(ctx context.Context, s objectstore.Store, basin string, visit func
 			cur = enc
 		}
 		switch {
-		case tail == "manifest":
+		case tail == stream.ManifestName:
 			live = o.Size > 0 // an empty object is a deleted stream's tombstone
-		case strings.HasPrefix(tail, "data/"), strings.HasPrefix(tail, "manifest.seg/"):
+		case strings.HasPrefix(tail, dataTail), strings.HasPrefix(tail, segmentTail):
 			objects = true
 		}
 		return true

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // storeClock returns the store's clock: a recent probe's (see Config.ProbeReuse) or a new one.
-func (c *Collector) storeClock(ctx context.Context, dataPrefix string) (time.Time, error) {
+func (c *Collector) storeClock(ctx context.Context, s stream.Stream) (time.Time, error) {
 	c.probeMu.Lock()
 	if !c.probeTime.IsZero() && time.Since(c.probeLocal) < c.cfg.ProbeReuse {
 		t := c.probeTime
@@ -20,7 +21,7 @@ func (c *Collector) storeClock(ctx context.Context, dataPrefix string) (time.Tim
 	}
 	c.probeMu.Unlock()
 	local := time.Now()
-	t, err := c.probe(ctx, dataPrefix)
+	t, err := c.probe(ctx, s)
 	if err != nil {
 		return t, err
 	}
@@ -32,10 +33,10 @@ func (c *Collector) storeClock(ctx context.Context, dataPrefix string) (time.Tim
 	return t, nil
 }
 
-func (c *Collector) probe(ctx context.Context, dataPrefix string) (time.Time, error) {
+func (c *Collector) probe(ctx context.Context, s stream.Stream) (time.Time, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	key := ProbeKey(dataPrefix)
+	key := s.ProbeKey()
 	info, err := objectstore.PutBytes(ctx, c.store, key, []byte(hex.EncodeToString(nonce[:])), objectstore.Unconditional())
 	if err != nil {
 		return time.Time{}, fmt.Errorf("gc: write clock probe %s: %w", key, err)

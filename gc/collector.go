@@ -119,7 +119,7 @@ func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep R
 	if s.IsZero() {
 		return rep, fmt.Errorf("%w: the zero stream.Stream names no stream", ErrInvalidConfig)
 	}
-	manifestPath, dataPrefix := s.ManifestKey(), s.DataPrefix()
+	manifestPath := s.ManifestKey()
 	st := c.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -166,7 +166,7 @@ func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep R
 	// 2. The store's clock: write a probe and read its modification time. It happens before
 	// the manifest is read again, so every object old enough to delete was either
 	// committed before that read or can never be committed (its producer gave up on it).
-	storeNow, err := c.storeClock(ctx, dataPrefix)
+	storeNow, err := c.storeClock(ctx, s)
 	if err != nil {
 		return rep, err
 	}
@@ -203,7 +203,7 @@ func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep R
 // both prefixes from where the last pass stopped, within the pass's budgets. complete says
 // whether both listings reached their end.
 func (c *Collector) collect(ctx context.Context, s stream.Stream, st *streamState, log *slog.Logger, rep *Report, refs map[string]struct{}, cutoff time.Time, full bool) (complete bool, err error) {
-	manifestPath, dataPrefix := s.ManifestKey(), s.DataPrefix()
+	dataPrefix := s.DataPrefix()
 	deletable := func(o objectstore.ObjectInfo) bool {
 		if _, ok := refs[o.Key]; ok {
 			rep.Referenced++
@@ -266,7 +266,7 @@ func (c *Collector) collect(ctx context.Context, s stream.Stream, st *streamStat
 			if strings.HasPrefix(o.Key, segPrefix) {
 				return false // the segment sweep's, counted there
 			}
-			if !IsBatchKey(dataPrefix, o.Key) {
+			if _, ok := s.ParseBatchKey(o.Key); !ok {
 				rep.Foreign++ // the manifest and the clock probe among them
 				return true
 			}
@@ -282,7 +282,7 @@ func (c *Collector) collect(ctx context.Context, s stream.Stream, st *streamStat
 			return nil
 		}
 		wrappedSeg, err = c.sweep(ctx, segPrefix, &st.segAfter, &listBudget, rep, func(o objectstore.ObjectInfo) bool {
-			if !IsSegmentKey(manifestPath, o.Key) {
+			if _, ok := s.ParseSegmentKey(o.Key); !ok {
 				rep.Foreign++
 				return true
 			}
@@ -325,11 +325,11 @@ func (c *Collector) collect(ctx context.Context, s stream.Stream, st *streamStat
 // spare those objects anyway. The clock's probe, left under the prefix, goes at the end.
 func (c *Collector) sweepGone(ctx context.Context, s stream.Stream, st *streamState, log *slog.Logger, rep *Report, full bool) error {
 	defer func() {
-		if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix())); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
-			log.Warn("deleted stream: probe left behind", "key", ProbeKey(s.DataPrefix()), "err", err)
+		if err := c.store.Delete(ctx, s.ProbeKey()); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+			log.Warn("deleted stream: probe left behind", "key", s.ProbeKey(), "err", err)
 		}
 	}()
-	storeNow, err := c.storeClock(ctx, s.DataPrefix())
+	storeNow, err := c.storeClock(ctx, s)
 	if err != nil {
 		return err
 	}

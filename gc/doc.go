@@ -1,10 +1,10 @@
 // Package gc applies retention to streams and deletes the objects they no longer reference.
 //
-// A stream is a stream.Stream. Batch objects live under its DataPrefix() + "/" and are named
-// by the producer (12 hex digits of Unix ms, 16 random hex digits); segment objects live
-// under its SegmentPrefix(). The collector deletes only keys of those two
-// shapes (IsBatchKey, IsSegmentKey): the manifest, the clock probe and any foreign object under
-// the prefixes are never touched.
+// A stream is a stream.Stream. Batch objects live under its DataPrefix() + "/" and segment
+// objects under its SegmentPrefix(), named as package stream makes them (BatchKey,
+// SegmentKey). The collector deletes only keys its parsers accept (ParseBatchKey,
+// ParseSegmentKey): the manifest, the clock probe and any foreign object under the prefixes
+// are never touched.
 //
 // # One pass (Collector.Pass)
 //
@@ -20,7 +20,7 @@
 //     its start (manifest.Index.ExpiredPrefix, which reads the segments first, once), so that
 //     their records are no longer read, and Report.TrimRaisedTo says where to. Their objects
 //     are then no longer referenced (step 3) and go once old, while the segment stays.
-//  2. The store's clock. The pass writes a probe object (ProbeKey) and takes its
+//  2. The store's clock. The pass writes a probe object (stream.Stream.ProbeKey) and takes its
 //     modification time as "now" by the store's own clock; the local clock is never compared
 //     with object times. An object is old when its modification time is more than
 //     GracePeriod before the probe's. A Collector reuses a probe for ProbeReuse across the

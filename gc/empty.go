@@ -73,7 +73,7 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s stream.Stream) (bool, e
 			}
 			for _, o := range page.Objects {
 				budget--
-				if IsBatchKey(s.DataPrefix(), o.Key) || IsSegmentKey(s.ManifestKey(), o.Key) {
+				if k := s.Classify(o.Key); k == stream.KeyBatch || k == stream.KeySegment {
 					return true, nil
 				}
 			}
@@ -90,8 +90,8 @@ func (c *Collector) anyObjectLeft(ctx context.Context, s stream.Stream) (bool, e
 // probe. The tombstone stays (see manifest.Handle.Create): deleting the key would race with a
 // re-creation of the stream, since the store has no conditional delete.
 func (c *Collector) finishDelete(ctx context.Context, s stream.Stream, rep *Report) {
-	if err := c.store.Delete(ctx, ProbeKey(s.DataPrefix())); err != nil {
-		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", ProbeKey(s.DataPrefix()), "err", err)
+	if err := c.store.Delete(ctx, s.ProbeKey()); err != nil {
+		c.cfg.Logger.Warn("delete_on_empty: probe left behind (removed next pass)", "key", s.ProbeKey(), "err", err)
 	}
 	rep.StreamDeleted = true
 	c.m.streamsDeleted.Inc()

@@ -119,7 +119,7 @@ type Report struct {
 	Listed         int           // objects listed
 	Referenced     int           // listed objects the manifest references
 	Young          int           // unreferenced objects younger than the grace period (kept)
-	Foreign        int           // listed keys that are neither batch nor segment objects, such as ProbeKey, or the manifest when it lies under the data prefix (never touched)
+	Foreign        int           // listed keys that are neither batch nor segment objects, such as the probe (stream.Stream.ProbeKey), or the manifest when it lies under the data prefix (never touched)
 	Deleted        int           // objects deleted
 	DeleteErrors   int           // deletes that failed (retried next pass)
 	Wrapped        bool          // a listing reached the end of its prefix and starts over next pass

@@ -160,7 +160,7 @@ func testConfig(now func() time.Time) Config {
 func batchKeys(t testing.TB, store objectstore.Store) []string {
 	var out []string
 	for _, k := range keys(t, store, dpre+"/") {
-		if IsBatchKey(dpre, k) {
+		if ingest.Classify(k) == stream.KeyBatch {
 			out = append(out, k)
 		}
 	}
@@ -443,7 +443,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 	}
 	var left []string
 	for _, k := range keys(t, fs, "") {
-		if k != mpath && k != ProbeKey(dpre) {
+		if k != mpath && k != ingest.ProbeKey() {
 			left = append(left, k)
 		}
 	}
@@ -633,7 +633,7 @@ func TestDeleteOnEmptyInterrupted(t *testing.T) {
 	}
 	now = now.Add(2 * time.Second)
 	fs.mu.Lock()
-	fs.failDel = func(key string) bool { return key == ProbeKey(dpre) }
+	fs.failDel = func(key string) bool { return key == ingest.ProbeKey() }
 	fs.mu.Unlock()
 	if rep, err := c.Pass(ctx, ingest); err != nil || !rep.StreamDeleted {
 		t.Fatalf("deletion: %+v %v", rep, err)
@@ -708,7 +708,7 @@ func TestProbeReuse(t *testing.T) {
 	}
 	probes := 0
 	fs.onPut = func(key string) {
-		if key == ProbeKey(dpre) {
+		if key == ingest.ProbeKey() {
 			probes++
 		}
 	}
@@ -744,18 +744,18 @@ func TestKeyShapes(t *testing.T) {
 		t.Fatal("no segment")
 	}
 	for _, e := range st.Entries {
-		if !IsBatchKey(dpre, e.Key) || IsSegmentKey(mpath, e.Key) {
-			t.Fatalf("producer key %q not recognised", e.Key)
+		if k := ingest.Classify(e.Key); k != stream.KeyBatch {
+			t.Fatalf("producer key %q taken for %v", e.Key, k)
 		}
 	}
 	for _, r := range st.Segments {
-		if !IsSegmentKey(mpath, r.Key) || IsBatchKey(dpre, r.Key) || !IsSegmentKeyAny(r.Key) {
-			t.Fatalf("segment key %q not recognised", r.Key)
+		if k := ingest.Classify(r.Key); k != stream.KeySegment {
+			t.Fatalf("segment key %q taken for %v", r.Key, k)
 		}
 	}
-	for _, k := range []string{mpath, ProbeKey(dpre), dpre + "/x", dpre + "/ABCDEF0123456789abcdef012345", "other/" + strings.Repeat("a", 28)} {
-		if IsBatchKey(dpre, k) || IsSegmentKey(mpath, k) {
-			t.Fatalf("%q taken for a batch or segment key", k)
+	for _, k := range []string{dpre + "/x", dpre + "/ABCDEF0123456789abcdef012345", "other/" + strings.Repeat("a", 28)} {
+		if kind := ingest.Classify(k); kind != stream.KeyForeign {
+			t.Fatalf("%q taken for %v", k, kind)
 		}
 	}
 }

@@ -114,3 +114,10 @@ func (c *Collector) referenced(ctx context.Context, st *streamState, ms *manifes
 	}
 	return refs, nil
 }
+
+// segKey is a key beneath a segment: an entry's batch object, with the entry's end seq_num,
+// or a child segment (end math.MaxUint64: always referenced while its parent is).
+type segKey struct {
+	key string
+	end uint64
+}

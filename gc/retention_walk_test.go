@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // segCountStore counts Gets of segment objects and, when onSegGet is set, calls it after
@@ -25,7 +26,7 @@ type segCountStore struct {
 
 func (s *segCountStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
 	obj, err := s.Store.Get(ctx, key, opts)
-	if strings.HasPrefix(key, manifest.SegmentPrefix(mpath)) {
+	if strings.HasPrefix(key, stream.SegmentPrefix(mpath)) {
 		n := s.segGets.Add(1)
 		s.mu.Lock()
 		f := s.onSegGet

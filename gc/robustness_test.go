@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // DeleteOnEmpty.MinAgeSecs is any uint64 (manifest.Config.Validate puts no bound on it, the S2
@@ -70,7 +71,7 @@ func TestSegmentCycleFailsPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := manifest.SegmentPrefix(mpath) + "00000000-00000000000000000000-1-0123456789abcdef"
+	key := stream.SegmentPrefix(mpath) + "00000000-00000000000000000000-1-0123456789abcdef"
 	seg := &manifest.Segment{Level: 1, Generation: snap.State.Generation,
 		Refs: []manifest.SegmentRef{{Key: key, Level: 0}}}
 	if _, err := objectstore.PutBytes(ctx, base, key, seg.Encode(), objectstore.IfAbsent()); err != nil {

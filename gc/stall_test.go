@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // TestStalledProducer: a producer whose manifest writes fail for longer than the grace period
@@ -40,7 +41,7 @@ func TestStalledProducer(t *testing.T) {
 			return fail
 		}
 		fs.onPut = func(key string) {
-			if IsBatchKey(dpre, key) {
+			if ingest.Classify(key) == stream.KeyBatch {
 				mu.Lock()
 				uploads = append(uploads, key)
 				mu.Unlock()

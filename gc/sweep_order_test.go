@@ -36,8 +36,8 @@ func TestSegmentSweepNotStarved(t *testing.T) {
 		s.object(1)
 		s.object(1)
 		s.p.Close(ctx)
-		orphan := fmt.Sprintf("%s%08x-%020d-0-%016x", manifest.SegmentPrefix(mp), rng.Uint32(), 0, rng.Uint64())
-		if !IsSegmentKey(mp, orphan) {
+		orphan := fmt.Sprintf("%s%08x-%020d-0-%016x", stream.SegmentPrefix(mp), rng.Uint32(), 0, rng.Uint64())
+		if _, ok := stream.ParseSegmentKey(mp, orphan); !ok {
 			t.Fatalf("%s is not a segment key", orphan)
 		}
 		if _, err := objectstore.PutBytes(ctx, fs, orphan, []byte("lost race"), objectstore.IfAbsent()); err != nil {

@@ -53,9 +53,9 @@
 // manifest, the oldest SealEntries (256) move into a level-0 segment object; while more than
 // SegmentFanout (32) references of one level are in the manifest, the oldest 32 move into a
 // segment of the next level. Segment objects are written create-only under
-// SegmentPrefix(path) (path + ".seg/"), named <first 4 bytes of the generation, 8 hex>-<first
-// seq_num, 20 decimal digits>-<level>-<16 random hex digits> (package gc relies on this
-// shape), and never change. So a manifest holds at most 512
+// stream.SegmentPrefix(path) (path + ".seg/"), named by stream.SegmentKey (the first 4 bytes of
+// the generation, the first seq_num, the level and a random number; package gc recognises
+// them by stream.ParseSegmentKey), and never change. So a manifest holds at most 512
 // entries and 32 references per level (levels grow logarithmically), whatever the backlog.
 // Index walks segments and entries for lookups by seq_num, timestamp or batch.
 //

@@ -3,11 +3,13 @@ package manifest
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // Bounds that keep the manifest small (see the package doc).
@@ -22,19 +24,16 @@ const (
 	SegmentFanout = 32
 )
 
-// SegmentPrefix is the key prefix of the segment objects of the manifest at manifestPath.
-func SegmentPrefix(manifestPath string) string { return manifestPath + ".seg/" }
-
 func segmentKey(manifestPath string, st *State, level uint8, firstSeq uint64) (string, error) {
 	var r [8]byte
 	if _, err := rand.Read(r[:]); err != nil {
 		return "", fmt.Errorf("manifest: random segment key: %w", err)
 	}
-	return fmt.Sprintf("%s%x-%020d-%d-%x", SegmentPrefix(manifestPath), st.Generation[:4], firstSeq, level, r), nil
+	return stream.SegmentKey(manifestPath, stream.SegmentName{Generation: [4]byte(st.Generation[:4]), FirstSeq: firstSeq, Level: level, Random: binary.BigEndian.Uint64(r[:])}), nil
 }
 
 // seal moves old entries of st into segment objects while st exceeds the bounds, writing each
-// segment create-only under SegmentPrefix(manifestPath). Write calls it; a segment written for
+// segment create-only under stream.SegmentPrefix(manifestPath). Write calls it; a segment written for
 // a write that then loses its conditional put is unreferenced and left to the collector.
 func seal(ctx context.Context, store objectstore.Store, manifestPath string, st *State) error {
 	for len(st.Entries) > MaxRecentEntries {

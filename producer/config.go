@@ -2,6 +2,7 @@ package producer
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -179,6 +180,14 @@ func (c *Config) Validate() error {
 		bad("clock is nil")
 	}
 	return errors.Join(errs...)
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("producer: crypto/rand failed: %v", err)) // never happens on supported platforms
+	}
+	return binary.BigEndian.Uint64(b[:])
 }
 
 func randomID(n int) string {

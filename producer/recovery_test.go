@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // A fixed producer id whose row was evicted from the producer table restarts its batch
@@ -230,7 +231,7 @@ func (f *floodStore) Put(ctx context.Context, key string, body io.Reader, size i
 
 func (f *floodStore) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
 	f.mu.Lock()
-	fail := strings.HasPrefix(key, manifest.SegmentPrefix("ingest/manifest")) && f.segFails > 0
+	fail := strings.HasPrefix(key, stream.SegmentPrefix("ingest/manifest")) && f.segFails > 0
 	if fail {
 		f.segFails--
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // errExpired stops the upload of a batch that was resolved meanwhile (DeliveryTimeout).
@@ -72,7 +73,7 @@ func (p *Producer) encode(b *batch) bool {
 func (p *Producer) upload(b *batch) error {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		key := fmt.Sprintf("%s/%012x%s", p.cfg.Stream.DataPrefix(), max(p.cfg.Now().UnixMilli(), 0), randomID(8))
+		key := p.cfg.Stream.BatchKey(stream.BatchName{UnixMilli: p.cfg.Now().UnixMilli(), Random: randomUint64()})
 		_, err := objectstore.PutBytes(p.ctx, p.store, key, b.data, objectstore.IfAbsent())
 		if err == nil {
 			b.key, b.uploadStart = key, start

@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/streamcheck"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // streamRecord is a record as the checker's own reader (package streamcheck) sees it.
@@ -65,7 +66,7 @@ func (h *harness) checkCollected(ctx context.Context, refs map[string]bool) {
 			if refs[info.Key] {
 				return nil
 			}
-			if gc.IsBatchKey(h.sc.Stream.DataPrefix(), info.Key) || gc.IsSegmentKey(h.sc.Stream.ManifestKey(), info.Key) {
+			if k := h.sc.Stream.Classify(info.Key); k == stream.KeyBatch || k == stream.KeySegment {
 				h.violate("unreferenced object %s (modified %v) survived the final collection", info.Key, info.ModTime.Sub(h.start))
 			}
 			return nil

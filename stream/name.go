@@ -181,5 +181,5 @@ func Locate(basin, name string) (Stream, error) {
 		return Stream{}, err
 	}
 	dir := Root(basin) + streamDir(name)
-	return Stream{basin: basin, name: name, manifest: dir + "/manifest", data: dir + "/data"}, nil
+	return Stream{basin: basin, name: name, manifest: dir + "/" + ManifestName, data: dir + "/" + DataName}, nil
 }
