@@ -19,9 +19,11 @@ import (
 // (and Group for a Consumer), and pass it to NewReader or Open, which validate it and report
 // every problem at once.
 //
-// The first five fields are the seeds' ConsumerConfig with its defaults. GCInterval and
-// GCGracePeriod are not used by this package: they are carried here so that one config
-// describes the consumer side, and the daemon hands them to package gc.
+// The first two fields are opendata's Buffer's ConsumerConfig (its manifest_path and
+// data_path_prefix are the Stream); its gc_interval and gc_grace_period configure the
+// collector, gc.Config's Interval and GracePeriod. A field whose zero is not a legal value is
+// refused at zero, never taken for its default; a nil Logger, Registerer or Notifier is legal
+// and documented below.
 type Config struct {
 	// ObjectStore is where the manifest and the batch objects live. Required.
 	ObjectStore objectstore.Store
@@ -29,11 +31,6 @@ type Config struct {
 	// keys). Default stream.Default(); stream.New and stream.Locate make others. The zero
 	// Stream is refused.
 	Stream stream.Stream
-	// GCInterval is how often the collector runs. Default 5 minutes.
-	GCInterval time.Duration
-	// GCGracePeriod is the minimum age of an unreferenced object before the collector deletes
-	// it. Default 10 minutes. The producer's commit deadline must be at most half of it.
-	GCGracePeriod time.Duration
 
 	// Group names the consumer group a Consumer joins. Required by Open, ignored by Reader.
 	Group string
@@ -79,7 +76,7 @@ type Config struct {
 	// FetchAttempts is how many times a failed object read (other than a missing or corrupt
 	// object) is tried before the session fails. Default 5; at least 1.
 	FetchAttempts int
-	// Logger receives operational logs. Default: discard.
+	// Logger receives operational logs. Default: discard (nil discards too).
 	Logger *slog.Logger
 	// Registerer receives the consumer's metrics (sluice_consumer_*). Default nil: metrics are
 	// kept but not registered. Several readers may share one registerer: they share the
@@ -112,8 +109,6 @@ func (s GroupStart) String() string {
 func DefaultConfig() Config {
 	return Config{
 		Stream:          stream.Default(),
-		GCInterval:      5 * time.Minute,
-		GCGracePeriod:   10 * time.Minute,
 		ReadAheadDepth:  4,
 		ReadAheadBytes:  64 << 20,
 		PollInterval:    100 * time.Millisecond,
@@ -125,6 +120,14 @@ func DefaultConfig() Config {
 		FetchAttempts:   5,
 		Logger:          slog.New(slog.DiscardHandler),
 	}
+}
+
+// withNilDefaults is c with its nil Logger, documented as discarding, made one that does.
+func (c Config) withNilDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
 }
 
 // MaxGroupNameLen bounds consumer group names.
@@ -140,17 +143,14 @@ func (c *Config) Validate() error {
 	if c.ObjectStore == nil {
 		bad("object store is required")
 	}
+	if c.ReadAheadDepth == 0 && c.ReadAheadBytes == 0 && c.PollInterval == 0 && c.MaxBatchRecords == 0 {
+		bad("limits are all zero: start from DefaultConfig() and change what you need")
+	}
 	if err := c.Committer.Validate(); err != nil {
 		bad("%v", err)
 	}
 	if c.Stream.IsZero() {
 		bad("stream is required (stream.Default(), stream.New or stream.Locate)")
-	}
-	if c.GCInterval <= 0 {
-		bad("gc interval %v must be > 0", c.GCInterval)
-	}
-	if c.GCGracePeriod <= 0 {
-		bad("gc grace period %v must be > 0", c.GCGracePeriod)
 	}
 	if len(c.Group) > MaxGroupNameLen {
 		bad("group name is %d bytes, more than %d", len(c.Group), MaxGroupNameLen)
@@ -184,9 +184,6 @@ func (c *Config) Validate() error {
 	}
 	if c.FetchAttempts < 1 {
 		bad("fetch attempts %d must be >= 1", c.FetchAttempts)
-	}
-	if c.Logger == nil {
-		bad("logger is nil (use slog.New(slog.DiscardHandler))")
 	}
 	return errors.Join(errs...)
 }

@@ -82,6 +82,7 @@ type GroupOptions struct {
 // sluice_consumer_group_lag_seconds, labelled stream (cfg.StreamName) and group. Close
 // removes them.
 func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error) {
+	cfg = cfg.withNilDefaults()
 	var errs []error
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)

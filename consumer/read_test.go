@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,13 +287,22 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal("zero config accepted")
 	}
 	n := len(err.(interface{ Unwrap() []error }).Unwrap())
-	if n < 10 || !errors.Is(err, ErrInvalidConfig) {
+	if n < 10 || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "start from DefaultConfig()") {
 		t.Fatalf("zero config: %d problems reported: %v", n, err)
 	}
 	c = DefaultConfig()
 	c.ObjectStore = objectstore.NewMemStore()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+	nl := c
+	nl.Logger = nil // documented as discarding
+	r, err := NewReader(nl)
+	if err != nil {
+		t.Fatalf("nil logger: %v", err)
+	}
+	if _, err := r.Read(context.Background(), ReadRequest{Start: AtSeqNum(0)}); !errors.Is(err, ErrStreamNotFound) {
+		t.Fatalf("read with a nil logger: %v", err)
 	}
 	if _, err := Open(context.Background(), c, GroupOptions{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("open without a group: %v", err)

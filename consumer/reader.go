@@ -146,7 +146,7 @@ func NewReader(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: register metrics: %w", err)
 	}
-	return &Reader{cfg: cfg, store: cfg.ObjectStore, m: m}, nil
+	return &Reader{cfg: cfg.withNilDefaults(), store: cfg.ObjectStore, m: m}, nil
 }
 
 // Config returns the reader's configuration.
