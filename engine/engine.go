@@ -54,13 +54,13 @@ type Config struct {
 	Consumer consumer.Config
 	// IdleTimeout closes a stream's producer after this long without appends. Must be > 0.
 	IdleTimeout time.Duration
-	// Logger receives operational logs. Default: discard.
+	// Logger receives operational logs. Default: discard (nil discards too).
 	Logger *slog.Logger
 	// Registerer receives the engine's metrics, and those of its producers and readers:
 	// each open producer's, labelled with its basin and stream (and its producer id) and
 	// removed when it closes; the readers' summed over every stream. Default nil.
 	Registerer prometheus.Registerer
-	// Now is the engine's clock. Default time.Now.
+	// Now is the engine's clock. Default time.Now (nil is time.Now too).
 	Now func() time.Time
 	// LagInterval is how often, with a Registerer, the engine refreshes the gauges of the
 	// streams it serves (an open producer or reader): each consumer group's
@@ -95,12 +95,6 @@ func (c *Config) Validate() error {
 	}
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("engine: IdleTimeout %v must be positive", c.IdleTimeout))
-	}
-	if c.Logger == nil {
-		errs = append(errs, errors.New("engine: Logger is nil"))
-	}
-	if c.Now == nil {
-		errs = append(errs, errors.New("engine: Now is nil"))
 	}
 	if c.LagInterval < 0 {
 		errs = append(errs, fmt.Errorf("engine: LagInterval %v must not be negative", c.LagInterval))
@@ -186,6 +180,12 @@ type streamKey struct{ basin, name string }
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	e := &Engine{
 		cfg:       cfg,

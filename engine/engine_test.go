@@ -48,12 +48,32 @@ func records(n int, prefix string) batchfmt.AppendInput {
 func TestConfigValidateReportsEverything(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.IdleTimeout = 0
-	cfg.Logger = nil
+	cfg.Producer.FlushInterval = 0
 	err := cfg.Validate()
-	for _, want := range []string{"Store", "IdleTimeout", "Logger"} {
+	for _, want := range []string{"Store", "IdleTimeout", "flush interval"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %s", err, want)
 		}
+	}
+}
+
+// TestNilLoggerAndClockAreLegal: Config.Logger and Now document nil as discard and
+// time.Now; the engine opens with them and serves an append.
+func TestNilLoggerAndClockAreLegal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Store = objectstore.NewMemStore()
+	cfg.Logger, cfg.Now = nil, nil
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatalf("nil logger and clock: %v", err)
+	}
+	ctx := context.Background()
+	defer e.Close(ctx)
+	if _, err := e.CreateStream(ctx, "", "s", manifest.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "", "s", records(2, "x")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -155,7 +155,7 @@ func (p *Producer) admitLocked(o appendOptions) error {
 }
 
 // addLocked adds an append to the open batch, opening one if there is none, and seals it
-// when it is full or FlushInterval is zero.
+// when it is full or FlushInterval is FlushEveryAppend.
 func (p *Producer) addLocked(in *batchfmt.AppendInput, t *Ticket, preWait time.Duration) error {
 	b := p.open
 	if b == nil {
@@ -183,7 +183,7 @@ func (p *Producer) addLocked(in *batchfmt.AppendInput, t *Ticket, preWait time.D
 	b.chained = b.chained || t.chain != nil
 	b.metered += t.metered
 	b.preWait = max(b.preWait, preWait)
-	if p.cfg.FlushInterval == 0 || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
+	if p.cfg.FlushInterval == FlushEveryAppend || b.enc.EncodedSize() >= p.cfg.FlushSizeBytes {
 		p.sealLocked()
 	}
 	return nil

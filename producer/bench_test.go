@@ -125,7 +125,7 @@ func BenchmarkCommits(b *testing.B) {
 					for i := range ps {
 						cfg := DefaultConfig()
 						cfg.ObjectStore = store
-						cfg.FlushInterval = 0
+						cfg.FlushInterval = FlushEveryAppend
 						cfg.MaxGroupBatches = group
 						cfg.UploadConcurrency = 8
 						var err error

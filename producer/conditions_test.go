@@ -382,9 +382,47 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	}
 	c = DefaultConfig()
 	c.ObjectStore = objectstore.NewMemStore()
-	c.FlushInterval = 0 // legal: every append is its own batch
+	c.FlushInterval = FlushEveryAppend // legal: every append is its own batch
 	if err := c.Validate(); err != nil {
 		t.Fatalf("default config with a store: %v", err)
+	}
+}
+
+// TestConfigZeroValues: a zero FlushInterval is refused (not taken for "flush every
+// append"), a bare Config{ObjectStore: s} is refused with a hint to start from
+// DefaultConfig, and a nil Logger and Now are legal: a producer opens with them.
+func TestConfigZeroValues(t *testing.T) {
+	c := DefaultConfig()
+	c.ObjectStore = objectstore.NewMemStore()
+	c.FlushInterval = 0
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "FlushEveryAppend") {
+		t.Fatalf("zero flush interval: %v", err)
+	}
+	c.FlushInterval = -2 * time.Millisecond
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("negative flush interval other than FlushEveryAppend: %v", err)
+	}
+	bare := Config{ObjectStore: objectstore.NewMemStore()}
+	if err := bare.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "start from DefaultConfig()") {
+		t.Fatalf("bare config: %v", err)
+	}
+	c = DefaultConfig()
+	c.ObjectStore = objectstore.NewMemStore()
+	c.Logger, c.Now = nil, nil
+	ctx := context.Background()
+	p, err := New(ctx, c)
+	if err != nil {
+		t.Fatalf("nil logger and clock: %v", err)
+	}
+	tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -18,19 +18,25 @@ import (
 )
 
 // Config configures a Producer. Start from DefaultConfig, set ObjectStore and what else you
-// need, and pass it to New, which validates it and reports every problem at once.
+// need, and pass it to New, which validates it and reports every problem at once. A field
+// whose zero is not a legal value is refused at zero, never taken for its default: a
+// Config{ObjectStore: s} is refused, with a hint to start from DefaultConfig. A nil Logger,
+// Registerer, Now or CommitterCaller is legal and documented below.
 //
 // The first six fields are opendata's Buffer's ProducerConfig with its defaults.
 type Config struct {
 	// ObjectStore is where batch objects and the manifest live. Required.
 	ObjectStore objectstore.Store
 	// Stream is the stream appended to: its manifest and the prefix of its batch objects
-	// (opendata's Buffer's manifest_path and data_path_prefix in one value). Default stream.Default(),
-	// "ingest/manifest" and "ingest"; stream.New and stream.Locate make others, and refuse a
-	// data prefix that would share another stream's. The zero Stream is refused.
+	// (opendata's Buffer's manifest_path and data_path_prefix in one value). Default
+	// stream.Default(), "ingest/manifest" and "ingest"; stream.New and stream.Locate make
+	// others, and refuse a data prefix that would share another stream's. The zero Stream is
+	// refused.
 	Stream stream.Stream
 	// FlushInterval: the open batch is flushed this long after its first append. Default
-	// 100 ms. Zero is legal and flushes every append at once (no batching across appends).
+	// 100 ms. FlushEveryAppend flushes every append at once (no batching across appends).
+	// Must be > 0 or FlushEveryAppend: zero is refused, so that a forgotten field does not
+	// silently turn batching off.
 	FlushInterval time.Duration
 	// FlushSizeBytes: the open batch is flushed when its encoded size reaches this. Default
 	// 64 MiB. Must be > 0.
@@ -52,7 +58,9 @@ type Config struct {
 	MaxGroupBatches int
 	// CommitDeadline: a batch object older than this (since its upload began) is not
 	// committed; it is uploaded again under a new key first. It must be at most half the
-	// collector's grace period. Default 5 minutes (half of the default 10-minute grace).
+	// collector's grace period: package gc checks that against its Config.CommitDeadline,
+	// which must be at least this (manifest.CheckCommitDeadline). Default 5 minutes (half of
+	// the default 10-minute grace).
 	CommitDeadline time.Duration
 	// Backoff between retries of uploads, manifest reads and manifest writes.
 	Backoff manifest.Backoff
@@ -83,12 +91,12 @@ type Config struct {
 	CreateStream bool
 	// StreamConfig is used only when the producer creates the stream.
 	StreamConfig manifest.Config
-	// Logger receives operational logs. Default: discard.
+	// Logger receives operational logs. Default: discard (nil discards too).
 	Logger *slog.Logger
 	// Registerer receives the producer's metrics. Default nil: metrics are kept but not
 	// registered.
 	Registerer prometheus.Registerer
-	// Now is the producer's clock (arrival times). Default time.Now.
+	// Now is the producer's clock (arrival times). Default time.Now (nil is time.Now too).
 	Now func() time.Time
 }
 
@@ -115,6 +123,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// FlushEveryAppend is the Config.FlushInterval that flushes every append at once, in a batch
+// object of its own (the lowest latency, one object and one commit per append).
+const FlushEveryAppend time.Duration = -1
+
 // ErrInvalidConfig is matched by every configuration problem New reports.
 var ErrInvalidConfig = errors.New("producer: invalid config")
 
@@ -128,11 +140,14 @@ func (c *Config) Validate() error {
 	if c.ObjectStore == nil {
 		bad("object store is required")
 	}
+	if c.FlushSizeBytes == 0 && c.MaxBufferedInputs == 0 && c.MaxInFlightBytes == 0 && c.UploadConcurrency == 0 {
+		bad("limits are all zero: start from DefaultConfig() and change what you need")
+	}
 	if c.Stream.IsZero() {
 		bad("stream is required (stream.Default(), stream.New or stream.Locate)")
 	}
-	if c.FlushInterval < 0 {
-		bad("flush interval %v must not be negative", c.FlushInterval)
+	if c.FlushInterval <= 0 && c.FlushInterval != FlushEveryAppend {
+		bad("flush interval %v must be > 0, or FlushEveryAppend to flush every append at once", c.FlushInterval)
 	}
 	if maxFlush := batchfmt.MaxObjectBytes - 2*batchfmt.MaxAppendBytes; c.FlushSizeBytes <= 0 || c.FlushSizeBytes > maxFlush {
 		bad("flush size %d must be > 0 and at most %d (batch objects stay under %d bytes)", c.FlushSizeBytes, maxFlush, batchfmt.MaxObjectBytes)
@@ -172,12 +187,6 @@ func (c *Config) Validate() error {
 	}
 	if err := c.StreamConfig.Validate(); err != nil {
 		bad("stream config: %v", err)
-	}
-	if c.Logger == nil {
-		bad("logger is nil (use slog.New(slog.DiscardHandler))")
-	}
-	if c.Now == nil {
-		bad("clock is nil")
 	}
 	return errors.Join(errs...)
 }

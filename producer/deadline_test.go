@@ -23,7 +23,7 @@ func TestAppendSinceFailsFromItsBatch(t *testing.T) {
 		mem := newStreamStore(t)
 		s := &refuseStore{Store: mem, kind: objectstore.ErrAccessDenied, n: 1 << 30}
 		cfg := testConfig(s)
-		cfg.FlushInterval = 0 // a batch per append
+		cfg.FlushInterval = FlushEveryAppend // a batch per append
 		cfg.DeliveryTimeout = 2 * time.Second
 		p := newProducer(t, cfg)
 		ctx := context.Background()
@@ -84,7 +84,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 		mem := newStreamStore(t)
 		s := &refuseStore{Store: mem, kind: objectstore.ErrAccessDenied, n: 1 << 30}
 		cfg := testConfig(s)
-		cfg.FlushInterval = 0
+		cfg.FlushInterval = FlushEveryAppend
 		cfg.MaxBufferedInputs = 1
 		cfg.DeliveryTimeout = time.Hour
 		p := newProducer(t, cfg)
@@ -115,7 +115,7 @@ func TestAppendSinceBeforeAcceptance(t *testing.T) {
 		}
 
 		cfg = testConfig(mem)
-		cfg.FlushInterval = 0
+		cfg.FlushInterval = FlushEveryAppend
 		p = newProducer(t, cfg) // DeliveryTimeout 0
 		tk, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("no-bound")}, ReceivedAt(time.Now().Add(-time.Hour)))
 		if err != nil {
@@ -175,7 +175,7 @@ func TestExpiryWokenWhenAWriteFailsWithoutEffect(t *testing.T) {
 				mem := newStreamStore(t)
 				s := &slowRefuseStore{Store: mem, writeTime: 200 * time.Millisecond}
 				cfg := testConfig(s)
-				cfg.FlushInterval = 0
+				cfg.FlushInterval = FlushEveryAppend
 				var since time.Time
 				if mode == "flush" {
 					cfg.DeliveryTimeout = 100 * time.Millisecond
@@ -276,7 +276,7 @@ func TestAppendSinceChainMoveWait(t *testing.T) {
 		mem := newStreamStore(t)
 		s := &stallStore{Store: mem, entered: make(chan string, 64), release: make(chan struct{}), failKind: objectstore.ErrOutcomeUnknown}
 		cfg := testConfig(s)
-		cfg.FlushInterval = 0
+		cfg.FlushInterval = FlushEveryAppend
 		cfg.DeliveryTimeout = time.Hour
 		p1 := newProducer(t, cfg)
 		p2 := newProducer(t, cfg)

@@ -90,7 +90,7 @@ func waitFailed(t *testing.T, tk *Ticket, what string) error {
 func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{})}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
 	ctx := context.Background()
@@ -129,7 +129,7 @@ func TestDeliveryTimeoutBehindHungManifestWrite(t *testing.T) {
 func TestDeliveryTimeoutBehindRetriedWrite(t *testing.T) {
 	s := &stallStore{Store: newStreamStore(t), entered: make(chan string, 4), release: make(chan struct{}), failKind: objectstore.ErrOutcomeUnknown}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.MaxBufferedInputs = 2
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
@@ -178,7 +178,7 @@ func TestDeliveryTimeoutFailsRefusedManifestWrites(t *testing.T) {
 	mem := newStreamStore(t)
 	s := &stallStore{Store: mem, entered: make(chan string, 4), release: make(chan struct{}), failKind: objectstore.ErrAccessDenied}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
 	ctx := context.Background()
@@ -253,7 +253,7 @@ func TestDeliveryTimeoutFailsTheOpenBatch(t *testing.T) {
 func TestDeliveryTimeoutFailsSubmittedRecords(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrNoBucket, n: 1 << 30}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.Batching.Linger = time.Hour // submitted records wait for Flush
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)

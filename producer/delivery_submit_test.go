@@ -17,7 +17,7 @@ import (
 func TestDeliveryTimeoutSubmitWaitingForRoom(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 1 << 30}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.MaxBufferedInputs = 2
 	cfg.Batching.Linger = 10 * time.Millisecond
 	cfg.DeliveryTimeout = 300 * time.Millisecond
@@ -58,7 +58,7 @@ func TestDeliveryTimeoutSubmitWaitingForRoom(t *testing.T) {
 func TestDeliveryTimeoutSubmitAcceptedAfterExpiry(t *testing.T) {
 	s := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrAccessDenied, n: 1 << 30}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.MaxBufferedInputs = 1
 	cfg.Batching.Linger = time.Hour
 	cfg.DeliveryTimeout = 100 * time.Millisecond

@@ -21,7 +21,7 @@ func TestDeliveryTimeoutFailsRefusedUploads(t *testing.T) {
 	mem := newStreamStore(t)
 	s := &refuseStore{Store: mem, kind: objectstore.ErrNoBucket, n: 1 << 30}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0 // a batch per append
+	cfg.FlushInterval = FlushEveryAppend // a batch per append
 	cfg.MaxBufferedInputs = 3
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
@@ -79,7 +79,7 @@ func TestDeliveryTimeoutHungUpload(t *testing.T) {
 	mem := newStreamStore(t)
 	g := &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	cfg := testConfig(g)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.UploadConcurrency = 1
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
@@ -148,7 +148,7 @@ func TestDeliveryTimeoutSparesHeldBatches(t *testing.T) {
 	mem := newStreamStore(t)
 	s := &heldStore{Store: mem, entered: make(chan struct{}), release: make(chan struct{})}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0
+	cfg.FlushInterval = FlushEveryAppend
 	cfg.DeliveryTimeout = 50 * time.Millisecond
 	p := newProducer(t, cfg)
 	ctx := context.Background()

@@ -67,7 +67,7 @@ func TestFailureDuringAManifestWrite(t *testing.T) {
 func failureDuringWrite(t *testing.T) {
 	store := &gateWriteStore{Store: newStreamStore(t), started: make(chan struct{}), release: make(chan struct{})}
 	cfg := testConfig(store)
-	cfg.FlushInterval = 0 // every append is its own batch
+	cfg.FlushInterval = FlushEveryAppend // every append is its own batch
 	p := newProducer(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

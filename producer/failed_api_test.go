@@ -18,7 +18,7 @@ func TestConditionsUnsupportedConcurrentFailure(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		store := &refuseStore{Store: newStreamStore(t), kind: objectstore.ErrConditionsUnsupported, n: 1 << 30}
 		cfg := testConfig(store)
-		cfg.FlushInterval = 0
+		cfg.FlushInterval = FlushEveryAppend
 		cfg.UploadConcurrency = 8
 		cfg.DeliveryTimeout = time.Hour
 		p := newProducer(t, cfg)

@@ -134,7 +134,7 @@ func TestMultiProcessChild(t *testing.T) {
 	}
 	defer store.Close()
 	cfg := testConfig(store)
-	cfg.FlushInterval = 0 // every append its own batch object
+	cfg.FlushInterval = FlushEveryAppend // every append its own batch object
 	cfg.MaxGroupBatches = 4
 	p := newProducer(t, cfg)
 	tickets := make([]*Ticket, childAppends)

@@ -78,6 +78,12 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 	if cfg.ProducerID == "" {
 		cfg.ProducerID = randomID(8)
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	snap, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -233,7 +233,7 @@ func TestFaults(t *testing.T) {
 			out := w.run(t, func(i int) Config {
 				c := testConfig(fs)
 				c.MaxGroupBatches = []int{1, 256, 4}[i%3]
-				c.FlushInterval = []time.Duration{0, 0, time.Millisecond}[i%3]
+				c.FlushInterval = []time.Duration{FlushEveryAppend, FlushEveryAppend, time.Millisecond}[i%3]
 				c.UploadConcurrency = 1 + i%4
 				return c
 			}, time.Minute)
@@ -284,7 +284,7 @@ func TestFaultStoreRules(t *testing.T) {
 			out := w.run(t, func(i int) Config {
 				c := testConfig(fs)
 				c.MaxGroupBatches = []int{1, 256, 4}[i%3]
-				c.FlushInterval = []time.Duration{0, 0, time.Millisecond}[i%3]
+				c.FlushInterval = []time.Duration{FlushEveryAppend, FlushEveryAppend, time.Millisecond}[i%3]
 				return c
 			}, time.Minute)
 			fs.SetEnabled(false)
@@ -307,11 +307,11 @@ func TestFaultStoreRules(t *testing.T) {
 func TestSealingUnderConcurrentProducers(t *testing.T) {
 	store := objectstore.NewMemStore()
 	w := workload{producers: 4, writers: 2, appends: 160, maxRecords: 2, seed: seedFor(t)}
-	// The appenders alone make 4 × 160 = 640 batch objects (FlushInterval 0): more than
+	// The appenders alone make 4 × 160 = 640 batch objects (FlushEveryAppend): more than
 	// MaxRecentEntries.
 	out := w.run(t, func(i int) Config {
 		c := testConfig(store)
-		c.FlushInterval = 0
+		c.FlushInterval = FlushEveryAppend
 		c.MaxGroupBatches = 8
 		return c
 	}, 30*time.Second)

@@ -145,7 +145,7 @@ func TestNoBatchCommittedPastDeadlineAfterSlowReupload(t *testing.T) {
 	s := &ageStore{Store: mem, deadline: 40 * time.Millisecond, slack: 30 * time.Millisecond,
 		started: map[string]time.Time{}, puts: map[string]int{}, committed: map[string]bool{}}
 	cfg := testConfig(s)
-	cfg.FlushInterval = 0 // one batch per append
+	cfg.FlushInterval = FlushEveryAppend // one batch per append
 	cfg.CommitDeadline = s.deadline
 	p := newProducer(t, cfg)
 	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("b1-record")})

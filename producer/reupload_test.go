@@ -34,7 +34,7 @@ func TestReuploadLoopIsWarnedOnce(t *testing.T) {
 		logs := &logRecords{}
 		cfg := testConfig(&slowDataStore{Store: newStreamStore(t), delay: 60 * time.Millisecond})
 		cfg.CommitDeadline = 50 * time.Millisecond
-		cfg.FlushInterval = 0
+		cfg.FlushInterval = FlushEveryAppend
 		cfg.Logger = slog.New(logs)
 		p := newProducer(t, cfg)
 		tk, err := p.Append(context.Background(), batchfmt.AppendInput{Records: bodyRecs("slow")})

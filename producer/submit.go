@@ -77,8 +77,8 @@ func (s *submitter) init(p *Producer, cfg batchfmt.BatchingConfig) error {
 // A record waits up to the linger (5 ms by default) in the client-side batch, and its append
 // then up to Config.FlushInterval (100 ms by default) in the open batch object: with the
 // defaults, a lone record's ticket resolves some 105 ms after Submit plus the upload and
-// the commit. Lower FlushInterval (0 flushes every append at once) for lower latency at the
-// cost of more, smaller objects; call Flush to send what is buffered now.
+// the commit. Lower FlushInterval (FlushEveryAppend flushes every append at once) for lower
+// latency at the cost of more, smaller objects; call Flush to send what is buffered now.
 func (p *Producer) Submit(ctx context.Context, rec batchfmt.Record) (*RecordTicket, error) {
 	s := &p.sub
 	s.mu.Lock()

@@ -60,6 +60,9 @@ func (h *harness) producerConfig(store objectstore.Store, id string) producer.Co
 	cfg.ObjectStore = store
 	cfg.Stream = h.sc.Stream
 	cfg.FlushInterval = h.sc.FlushInterval
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = producer.FlushEveryAppend
+	}
 	cfg.UploadConcurrency = h.sc.UploadConcurrency
 	cfg.MaxGroupBatches = h.sc.MaxGroupBatches
 	cfg.MaxBufferedInputs = max(h.sc.Pipeline, 1)

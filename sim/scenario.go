@@ -23,7 +23,8 @@ type Scenario struct {
 	MaxRecords int
 	// Pipeline is how many appends a producer keeps unacknowledged at once.
 	Pipeline int
-	// FlushInterval, UploadConcurrency and MaxGroupBatches configure every producer.
+	// FlushInterval, UploadConcurrency and MaxGroupBatches configure every producer (a
+	// FlushInterval of 0 is producer.FlushEveryAppend).
 	FlushInterval     time.Duration
 	UploadConcurrency int
 	MaxGroupBatches   int

@@ -230,7 +230,7 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 		}
 		defer e.close()
 		pcfg := producer.DefaultConfig()
-		pcfg.FlushInterval = f.flushInterval
+		pcfg.FlushInterval = flushInterval(f.flushInterval)
 		pcfg.DeliveryTimeout = defaultCLIDeliveryTimeout
 		pcfg.Committer.URL = f.committer
 		t, err := bench.NewStoreTarget(e.store, f.basin, stream, pcfg, e.log)

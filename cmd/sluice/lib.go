@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
+	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/stream"
 )
@@ -288,6 +289,16 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("must not be negative")
 	}
 	return v, nil
+}
+
+// flushInterval is the producer.Config.FlushInterval of a --flush-interval flag: 0, which the
+// flag documents as flushing every append, is producer.FlushEveryAppend (the library refuses
+// a zero interval).
+func flushInterval(flag time.Duration) time.Duration {
+	if flag == 0 {
+		return producer.FlushEveryAppend
+	}
+	return flag
 }
 
 // durationValue is a flag holding a duration that also accepts days ("7d").

@@ -189,7 +189,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	ecfg.Logger = log
 	ecfg.Registerer = reg
 	ecfg.LagInterval = f.lagInterval
-	ecfg.Producer.FlushInterval = f.flushInterval
+	ecfg.Producer.FlushInterval = flushInterval(f.flushInterval)
 	ecfg.Producer.DeliveryTimeout = f.deliveryTimeout
 	// GC safety: a producer never commits an upload older than half the grace period.
 	ecfg.Producer.CommitDeadline = f.gcGracePeriod / 2
