@@ -206,7 +206,7 @@ func TestDeleteStreamLeftoversAreCollected(t *testing.T) {
 			t.Fatalf("gone streams %+v, want only %+v", gone, st)
 		}
 		gcfg := gc.DefaultConfig()
-		gcfg.GracePeriod = time.Minute
+		gcfg.GracePeriod, gcfg.CommitDeadline = time.Minute, 30*time.Second
 		col, err := gc.NewCollector(store, gcfg)
 		if err != nil {
 			t.Fatal(err)

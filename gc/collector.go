@@ -55,6 +55,12 @@ func NewCollector(store objectstore.Store, cfg Config) (*Collector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("gc: register metrics: %w", err)

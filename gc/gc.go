@@ -12,14 +12,22 @@ import (
 	"github.com/sluice-dev/sluice/stream"
 )
 
-// Config configures a Collector. Start from DefaultConfig.
+// Config configures a Collector. Start from DefaultConfig. A field whose zero is not a legal
+// value is refused at zero, never taken for its default; a nil Logger, Now, Registerer or
+// OnPass is legal and documented below.
 type Config struct {
-	// Interval between the rounds of Run. Default 5 minutes (the seeds' gc_interval).
+	// Interval between the rounds of Run. Default 5 minutes (opendata's Buffer's gc_interval).
 	Interval time.Duration
 	// GracePeriod is the minimum age, by the store's clock, of an unreferenced object before
-	// it is deleted. Default 10 minutes (the seeds' gc_grace_period). Producers must give up
-	// on uploads older than half of it (producer.Config.CommitDeadline).
+	// it is deleted. Default 10 minutes (opendata's Buffer's gc_grace_period). Producers must
+	// give up on uploads older than half of it: see CommitDeadline.
 	GracePeriod time.Duration
+	// CommitDeadline is the longest producer.Config.CommitDeadline of the producers that
+	// write the streams collected. Default 5 minutes, the producers' default. It must be at
+	// most half GracePeriod (manifest.CheckCommitDeadline), so that no upload is committed
+	// after the collector could have deleted it: a shorter GracePeriod needs producers, and
+	// this field, with a shorter deadline.
+	CommitDeadline time.Duration
 	// MaxListPerPass bounds the objects one pass lists per stream (both prefixes together).
 	// Default 10000. The next pass continues where this one stopped. FullPass lists in
 	// rounds of this many until it reaches the end.
@@ -36,14 +44,14 @@ type Config struct {
 	// An older probe only makes objects look younger than they are, so reuse is never unsafe;
 	// it delays deletions by at most this long. Default 1 minute; 0 probes on every pass.
 	ProbeReuse time.Duration
-	// Now is the clock of retention (age, delete_on_empty). Default time.Now. Object ages
-	// never use it: they use the store's clock.
+	// Now is the clock of retention (age, delete_on_empty). Default time.Now (nil is time.Now
+	// too). Object ages never use it: they use the store's clock.
 	Now func() time.Time
 	// Backoff between retries of manifest writes (retention).
 	Backoff manifest.Backoff
 	// OnPass, if set, is called after every pass of Run, with its report and error.
 	OnPass func(Report, error)
-	// Logger receives operational logs. Default: discard.
+	// Logger receives operational logs. Default: discard (nil discards too).
 	Logger *slog.Logger
 	// Registerer receives the collector's metrics (sluice_gc_*). Default nil: not registered.
 	Registerer prometheus.Registerer
@@ -54,6 +62,7 @@ func DefaultConfig() Config {
 	return Config{
 		Interval:          5 * time.Minute,
 		GracePeriod:       10 * time.Minute,
+		CommitDeadline:    5 * time.Minute,
 		MaxListPerPass:    10000,
 		MaxDeletesPerPass: 1000,
 		KeepRecent:        time.Minute,
@@ -84,8 +93,18 @@ func (c *Config) Validate() error {
 	if c.Interval <= 0 {
 		bad("interval %v must be > 0", c.Interval)
 	}
-	if c.GracePeriod <= 0 {
+	if c.Interval == 0 && c.GracePeriod == 0 && c.MaxListPerPass == 0 && c.MaxDeletesPerPass == 0 {
+		bad("limits are all zero: start from DefaultConfig() and change what you need")
+	}
+	switch {
+	case c.GracePeriod <= 0:
 		bad("grace period %v must be > 0", c.GracePeriod)
+	case c.CommitDeadline <= 0:
+		bad("commit deadline %v must be > 0 (the longest commit deadline of the producers)", c.CommitDeadline)
+	default:
+		if err := manifest.CheckCommitDeadline(c.CommitDeadline, c.GracePeriod); err != nil {
+			bad("%w (CommitDeadline must be at least every producer's commit deadline)", err)
+		}
 	}
 	if c.MaxListPerPass < 1 {
 		bad("max list per pass %d must be >= 1", c.MaxListPerPass)
@@ -99,14 +118,8 @@ func (c *Config) Validate() error {
 	if c.ProbeReuse < 0 {
 		bad("probe reuse %v must not be negative", c.ProbeReuse)
 	}
-	if c.Now == nil {
-		bad("clock is nil")
-	}
 	if err := c.Backoff.Validate(); err != nil {
 		bad("%v", err)
-	}
-	if c.Logger == nil {
-		bad("logger is nil (use slog.New(slog.DiscardHandler))")
 	}
 	return errors.Join(errs...)
 }

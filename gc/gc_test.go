@@ -766,12 +766,43 @@ func TestConfigValidate(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrInvalidConfig) || len(err.(interface{ Unwrap() []error }).Unwrap()) < 6 {
 		t.Fatalf("zero config: %v", err)
 	}
+	if !strings.Contains(err.Error(), "start from DefaultConfig()") {
+		t.Fatalf("zero config without the hint: %v", err)
+	}
 	c = DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := NewCollector(nil, c); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("nil store: %v", err)
+	}
+	c.Logger, c.Now = nil, nil
+	if _, err := NewCollector(objectstore.NewMemStore(), c); err != nil {
+		t.Fatalf("nil logger and clock: %v", err)
+	}
+}
+
+// TestConfigRefusesGraceUnderTwiceTheCommitDeadline: a grace period shorter than twice the
+// producers' commit deadline is refused, so that a program embedding producers and a
+// collector cannot have an upload committed after the collector could have deleted it; a
+// shorter deadline declared with it is accepted.
+func TestConfigRefusesGraceUnderTwiceTheCommitDeadline(t *testing.T) {
+	c := DefaultConfig()
+	c.GracePeriod = 9 * time.Minute // default deadline 5 minutes
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, manifest.ErrUnsafeCommitDeadline) {
+		t.Fatalf("grace 9m beside a 5m deadline: %v", err)
+	}
+	c.CommitDeadline = 4*time.Minute + 30*time.Second
+	if err := c.Validate(); err != nil {
+		t.Fatalf("grace 9m beside a 4m30s deadline: %v", err)
+	}
+	c.CommitDeadline = 0
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("zero deadline: %v", err)
+	}
+	c.CommitDeadline, c.GracePeriod = 25*time.Hour, 60*time.Hour
+	if err := c.Validate(); !errors.Is(err, manifest.ErrUnsafeCommitDeadline) {
+		t.Fatalf("deadline beyond the producer expiry: %v", err)
 	}
 }
 

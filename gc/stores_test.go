@@ -37,7 +37,7 @@ func TestPassOnStores(t *testing.T) {
 			t.Fatalf("10-minute grace: %+v", rep)
 		}
 		cfg := testConfig(time.Now)
-		cfg.GracePeriod = time.Millisecond
+		cfg.GracePeriod, cfg.CommitDeadline = time.Millisecond, 500*time.Microsecond
 		c, err := NewCollector(store, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -62,6 +62,7 @@ func (h *harness) runGC(ctx context.Context, stop <-chan struct{}) {
 func (h *harness) gcConfig() gc.Config {
 	cfg := gc.DefaultConfig()
 	cfg.GracePeriod = h.sc.Grace
+	cfg.CommitDeadline = h.sc.Grace / 2 // the producers' (procs.go)
 	cfg.KeepRecent = 0
 	cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 2}
 	return cfg

@@ -110,6 +110,10 @@ func runGC(cmd *cobra.Command, g *globals, f *gcFlags) error {
 	}
 	cfg := gc.DefaultConfig()
 	cfg.GracePeriod = f.gracePeriod
+	// The CLI warns of a grace period shorter than twice the producers' default deadline
+	// (checkGracePeriod) rather than refusing it: it trusts the operator that the producers
+	// on the store give up after half of it.
+	cfg.CommitDeadline = f.gracePeriod / 2
 	cfg.KeepRecent = f.keepRecent
 	cfg.MaxListPerPass = f.maxList
 	cfg.MaxDeletesPerPass = f.maxDeletes

@@ -235,6 +235,7 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		gcfg := gc.DefaultConfig()
 		gcfg.Interval = f.gcInterval
 		gcfg.GracePeriod = f.gcGracePeriod
+		gcfg.CommitDeadline = ecfg.Producer.CommitDeadline
 		gcfg.Logger = log
 		gcfg.Registerer = reg
 		gcRunner, err = gc.Run(ctx, store, gcfg, func(ctx context.Context) ([]stream.Stream, error) {
