@@ -21,7 +21,7 @@ import (
 // need, and pass it to New, which validates it and reports every problem at once. A field
 // whose zero is not a legal value is refused at zero, never taken for its default: a
 // Config{ObjectStore: s} is refused, with a hint to start from DefaultConfig. A nil Logger,
-// Registerer, Now or CommitterCaller is legal and documented below.
+// Registerer or Now, and a zero Committer, are legal and documented below.
 //
 // The first six fields are opendata's Buffer's ProducerConfig with its defaults.
 type Config struct {
