@@ -138,7 +138,7 @@ func Example_consumerGroup() {
 		log.Fatal(err)
 	}
 
-	ccfg := consumer.DefaultConfig()
+	ccfg := consumer.DefaultGroupConfig()
 	ccfg.ObjectStore = store
 	ccfg.Group = "billing"
 	ccfg.MaxBatchRecords = 2 // at most 2 records per Next

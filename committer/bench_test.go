@@ -243,7 +243,7 @@ func prefixed(b *testing.B, raw, sub string) string {
 // follow is a member of group that reads the stream and acknowledges every batch, its
 // checkpoints written every 100 ms, until ctx ends.
 func follow(ctx context.Context, b *testing.B, store objectstore.Store, url, group string) {
-	cfg := consumer.DefaultConfig()
+	cfg := consumer.DefaultGroupConfig()
 	cfg.ObjectStore, cfg.Stream = store, stream.MustNew(path, "s/data")
 	cfg.Group, cfg.AckInterval, cfg.Committer.URL = group, 100*time.Millisecond, url
 	m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})

@@ -30,7 +30,7 @@ func TestCheckpointsRideWithCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ccfg := consumer.DefaultConfig()
+	ccfg := consumer.DefaultGroupConfig()
 	ccfg.ObjectStore, ccfg.Stream = store, stream.MustNew(path, "s/data")
 	ccfg.Group, ccfg.AckInterval = "g", time.Hour // only explicit flushes
 	m1, err := consumer.Open(ctx, ccfg, consumer.GroupOptions{})

@@ -29,7 +29,7 @@ func TestWritersFollowTheRoleToItsHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer late.Close(ctx)
-	ccfg := consumer.DefaultConfig()
+	ccfg := consumer.DefaultGroupConfig()
 	ccfg.ObjectStore, ccfg.Stream = store, stream.MustNew(path, "s/data")
 	ccfg.Group, ccfg.AckInterval, ccfg.Committer.URL = "g", time.Hour, other.URL // only explicit flushes
 	member, err := consumer.Open(ctx, ccfg, consumer.GroupOptions{})

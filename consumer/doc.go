@@ -60,23 +60,23 @@
 //
 // # Consumer groups
 //
-// Open(ctx, cfg, opts) joins cfg.Group: it bumps the group's epoch in the manifest (a
-// conditional write), which fences the previous member, and reads from the group's
-// checkpoint on. Ack(seq) and AckThrough(seq) acknowledge delivered records; the
-// checkpoint (the first seq_num not acknowledged) is written with a conditional manifest
-// write AckInterval after the first pending acknowledgement, when AckRecords records are
-// pending, and on Flush and Close; while the stream has a committer (the manifest's live
-// role, or Config.Committer), the member sends it the checkpoint instead, to be written with
-// its commits, through the same commitclient.Client producers use, and writes it itself
-// when none answers. A fenced member learns it from its reads or its next
+// Open(ctx, cfg, opts) joins cfg.Group (cfg is a GroupConfig: a reader's Config and the group's
+// settings): it bumps the group's epoch in the manifest (a conditional write), which fences the
+// previous member, and reads from the group's checkpoint on. Ack(seq) and AckThrough(seq)
+// acknowledge delivered records; the checkpoint (the first seq_num not acknowledged) is written
+// with a conditional manifest write AckInterval after the first pending acknowledgement, when
+// AckRecords records are pending, and on Flush and Close; while the stream has a committer (the
+// manifest's live role, or GroupConfig.Committer), the member sends it the checkpoint instead,
+// to be written with its commits, through the same commitclient.Client producers use, and
+// writes it itself when none answers. A fenced member learns it from its reads or its next
 // checkpoint write and gets *FencedError from then on (from Ack, Next, Flush, Close); its
 // unwritten acknowledgements are lost and the records go to the newer member again
-// (at-least-once). Several named groups on one stream each keep their own epoch and
-// checkpoint. In queue mode (manifest.Config.QueueMode) the collector drops entries once
-// every group's checkpoint is past them. A group that Open creates starts at the head, or
-// at the tail with Config.NewGroupStart. ListGroups, ResetGroup and DeleteGroup show and
-// steer a stream's groups (the last two fence the live member); GroupLag computes a
-// group's lag, shared by members, the CLI and the daemon.
+// (at-least-once). Several named groups on one stream each keep their own epoch and checkpoint.
+// In queue mode (manifest.Config.QueueMode) the collector drops entries once every group's
+// checkpoint is past them. A group that Open creates starts at the head, or at the tail with
+// GroupConfig.NewGroupStart. ListGroups, ResetGroup and DeleteGroup (which take a reader's
+// Config and the group's name) show and steer a stream's groups (the last two fence the live
+// member); GroupLag computes a group's lag, shared by members, the CLI and the daemon.
 //
 // # Goroutines, logs, metrics
 //

@@ -67,7 +67,7 @@ func ExampleReader_Read() {
 // must exist: consumer.Open makes the group, not the stream.)
 func ExampleOpen() {
 	ctx := context.Background()
-	cfg := consumer.DefaultConfig()
+	cfg := consumer.DefaultGroupConfig()
 	cfg.ObjectStore = objectstore.NewMemStore()
 	cfg.Group = "billing"
 	appendBodies(ctx, cfg.ObjectStore, "a", "b", "c")

@@ -50,7 +50,7 @@ func TestCheckpointNotWrittenIntoNewGeneration(t *testing.T) {
 	store := objectstore.NewMemStore()
 	gen1 := appendRecords(t, store, 5)
 
-	cfg := DefaultConfig()
+	cfg := DefaultGroupConfig()
 	cfg.ObjectStore = store
 	cfg.Group = "g"
 	cfg.AckInterval = time.Hour

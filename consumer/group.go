@@ -30,6 +30,7 @@ import (
 type Consumer struct {
 	r     *Reader
 	s     *Session
+	cfg   GroupConfig
 	group string
 	epoch uint64
 	gen   [16]byte // the stream generation whose group this member joined
@@ -81,23 +82,16 @@ type GroupOptions struct {
 // acknowledgement, the age taken at the scrape: sluice_consumer_group_lag_records and
 // sluice_consumer_group_lag_seconds, labelled stream (cfg.StreamName) and group. Close
 // removes them.
-func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error) {
-	cfg = cfg.withNilDefaults()
-	var errs []error
+func Open(ctx context.Context, cfg GroupConfig, opts GroupOptions) (*Consumer, error) {
+	cfg.Config = cfg.Config.withNilDefaults()
 	if err := cfg.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Group == "" {
-		errs = append(errs, fmt.Errorf("%w: group name is required", ErrInvalidConfig))
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	cc, err := commitclient.New(cfg.Committer)
 	if err != nil {
 		return nil, err // Validate checked it
 	}
-	r, err := NewReader(cfg)
+	r, err := NewReader(cfg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +122,7 @@ func Open(ctx context.Context, cfg Config, opts GroupOptions) (*Consumer, error)
 		return nil, err
 	}
 	cc.Observe(snap.State.Committer)
-	c := &Consumer{r: r, s: s, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, cc: cc,
+	c := &Consumer{r: r, s: s, cfg: cfg, group: cfg.Group, epoch: epoch, gen: snap.State.Generation, cc: cc,
 		low: s.Position(), written: checkpoint, delivered: s.Position(),
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), lag: lm, lagSrc: &lagSource{}, stream: cfg.StreamName}
 	if c.stream == "" {
@@ -231,7 +225,7 @@ func (c *Consumer) ack(from, to uint64) error {
 		return fmt.Errorf("%w: seq_num %d (delivered up to %d)", ErrNotDelivered, to-1, d)
 	}
 	c.addLocked(from, to)
-	full := c.low-c.written >= uint64(c.r.cfg.AckRecords)
+	full := c.low-c.written >= uint64(c.cfg.AckRecords)
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	c.updateLag(ctx)
@@ -418,7 +412,7 @@ func (c *Consumer) flushLoop() {
 		<-c.quit
 		cancel()
 	}()
-	step := max(c.r.cfg.AckInterval/4, time.Millisecond)
+	step := max(c.cfg.AckInterval/4, time.Millisecond)
 	tick := time.NewTicker(step)
 	defer tick.Stop()
 	for {
@@ -429,7 +423,7 @@ func (c *Consumer) flushLoop() {
 		case <-tick.C:
 			c.mu.Lock()
 			// At the last tick before AckInterval has passed: the next one may come after.
-			due := !c.pendingAt.IsZero() && time.Since(c.pendingAt) >= c.r.cfg.AckInterval-step
+			due := !c.pendingAt.IsZero() && time.Since(c.pendingAt) >= c.cfg.AckInterval-step
 			c.mu.Unlock()
 			if !due {
 				continue

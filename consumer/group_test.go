@@ -14,15 +14,16 @@ import (
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
-func groupConfig(f *fixture, group string) Config {
-	cfg := f.config()
+func groupConfig(f *fixture, group string) GroupConfig {
+	cfg := DefaultGroupConfig()
+	cfg.Config = f.config()
 	cfg.Group = group
 	cfg.AckInterval = time.Hour // only explicit flushes, unless a test says otherwise
 	cfg.PollInterval = time.Millisecond
 	return cfg
 }
 
-func openGroup(t *testing.T, cfg Config) *Consumer {
+func openGroup(t *testing.T, cfg GroupConfig) *Consumer {
 	t.Helper()
 	c, err := Open(context.Background(), cfg, GroupOptions{})
 	if err != nil {

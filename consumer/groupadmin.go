@@ -19,7 +19,7 @@ type GroupInfo struct {
 	Lag        Lag
 }
 
-// ListGroups returns the consumer groups of the stream cfg names (cfg.Group is ignored),
+// ListGroups returns the consumer groups of the stream cfg names,
 // sorted by name, with their lag at now. Lag.Seconds is exact: where the manifest does not
 // tell a record's timestamp, its batch object is read. A missing stream is ErrStreamNotFound.
 func ListGroups(ctx context.Context, cfg Config, now time.Time) ([]GroupInfo, error) {
@@ -44,8 +44,9 @@ func ListGroups(ctx context.Context, cfg Config, now time.Time) ([]GroupInfo, er
 	return out, nil
 }
 
-// ResetGroup moves the checkpoint of group cfg.Group to the start to, backwards or forwards,
-// and bumps the group's epoch in the same conditional manifest write, so that its active
+// ResetGroup moves the checkpoint of the consumer group of the stream cfg names to the start
+// to, backwards or forwards, and bumps the group's epoch in the same conditional manifest
+// write, so that its active
 // member is fenced as by a new member: its next acknowledgement fails with *FencedError. A
 // seq_num start past the tail resets to the tail, one below the first readable record to
 // that record; a timestamp start resets to the first record whose timestamp is at or after
@@ -54,9 +55,9 @@ func ListGroups(ctx context.Context, cfg Config, now time.Time) ([]GroupInfo, er
 // A group that does not exist is created there (as Kafka's reset of offsets does), with an
 // epoch no earlier member of a deleted group of that name had; created reports it. A
 // missing stream is ErrStreamNotFound.
-func ResetGroup(ctx context.Context, cfg Config, to Start, now time.Time) (info GroupInfo, created bool, err error) {
-	if cfg.Group == "" {
-		return GroupInfo{}, false, fmt.Errorf("%w: group name is required", ErrInvalidConfig)
+func ResetGroup(ctx context.Context, cfg Config, group string, to Start, now time.Time) (info GroupInfo, created bool, err error) {
+	if err := validateGroupName(group); err != nil {
+		return GroupInfo{}, false, err
 	}
 	req := ReadRequest{Start: to}
 	if err := req.Validate(); err != nil {
@@ -76,25 +77,25 @@ func ResetGroup(ctx context.Context, cfg Config, to Start, now time.Time) (info 
 		}
 	}
 	snap, err := manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
-		_, existed := st.Groups[cfg.Group]
+		_, existed := st.Groups[group]
 		created = !existed
 		at := seq
 		if to.Kind == StartTailOffset {
 			at = st.Tail.SeqNum - min(to.Value, st.Tail.SeqNum)
 		}
-		st.ResetGroup(cfg.Group, at)
+		st.ResetGroup(group, at)
 		return nil
 	})
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return GroupInfo{}, false, &notFoundError{err}
 		}
-		return GroupInfo{}, false, fmt.Errorf("consumer: reset group %q: %w", cfg.Group, err)
+		return GroupInfo{}, false, fmt.Errorf("consumer: reset group %q: %w", group, err)
 	}
-	g := snap.State.Groups[cfg.Group]
-	info = GroupInfo{Group: cfg.Group, Epoch: g.Epoch, Checkpoint: g.Checkpoint}
+	g := snap.State.Groups[group]
+	info = GroupInfo{Group: group, Epoch: g.Epoch, Checkpoint: g.Checkpoint}
 	if info.Lag, err = GroupLag(ctx, r.index(snap.State), g.Checkpoint, now, r.RecordTimestamp); err != nil {
-		return info, created, fmt.Errorf("consumer: the group %q was reset; its lag: %w", cfg.Group, err)
+		return info, created, fmt.Errorf("consumer: the group %q was reset; its lag: %w", group, err)
 	}
 	return info, created, nil
 }
@@ -118,29 +119,29 @@ func (r *Reader) firstAtOrAfter(ctx context.Context, ts uint64) (uint64, error) 
 	return s.Tail().SeqNum, nil
 }
 
-// DeleteGroup removes the consumer group cfg.Group from the stream with a conditional
+// DeleteGroup removes the consumer group from the stream cfg names with a conditional
 // manifest write. Its active member is fenced: its next acknowledgement fails with
 // *FencedError (Current 0). A group that does not exist is ErrGroupNotFound; a missing
 // stream is ErrStreamNotFound.
-func DeleteGroup(ctx context.Context, cfg Config) error {
-	if cfg.Group == "" {
-		return fmt.Errorf("%w: group name is required", ErrInvalidConfig)
+func DeleteGroup(ctx context.Context, cfg Config, group string) error {
+	if err := validateGroupName(group); err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	_, err := manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
-		if _, ok := st.Groups[cfg.Group]; !ok {
-			return fmt.Errorf("%w: %q: %w", ErrGroupNotFound, cfg.Group, manifest.ErrNoGroup)
+		if _, ok := st.Groups[group]; !ok {
+			return fmt.Errorf("%w: %q: %w", ErrGroupNotFound, group, manifest.ErrNoGroup)
 		}
-		st.DeleteGroup(cfg.Group)
+		st.DeleteGroup(group)
 		return nil
 	})
 	switch {
 	case errors.Is(err, manifest.ErrNotExist):
 		return &notFoundError{err}
 	case err != nil && !errors.Is(err, ErrGroupNotFound):
-		return fmt.Errorf("consumer: delete group %q: %w", cfg.Group, err)
+		return fmt.Errorf("consumer: delete group %q: %w", group, err)
 	}
 	return err
 }

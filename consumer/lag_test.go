@@ -82,7 +82,7 @@ func TestResetGroupFencesMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := uint64(rng.IntN(int(n)))
-	info, created, err := ResetGroup(ctx, cfg, AtSeqNum(k), time.Now())
+	info, created, err := ResetGroup(ctx, cfg.Config, cfg.Group, AtSeqNum(k), time.Now())
 	if err != nil || created || info.Checkpoint != k || info.Epoch != a.Epoch()+1 || info.Lag.Records != n-k {
 		t.Fatalf("reset to %d: %+v created=%v err=%v, want one bump of the member's epoch %d", k, info, created, err, a.Epoch())
 	}
@@ -114,13 +114,13 @@ func TestResetGroupFencesMember(t *testing.T) {
 			break
 		}
 	}
-	if info, _, err = ResetGroup(ctx, cfg, AtTimestamp(w), time.Now()); err != nil || info.Checkpoint != want {
+	if info, _, err = ResetGroup(ctx, cfg.Config, cfg.Group, AtTimestamp(w), time.Now()); err != nil || info.Checkpoint != want {
 		t.Fatalf("reset to timestamp %d: %+v %v, want checkpoint %d", w, info, err, want)
 	}
-	if info, _, err = ResetGroup(ctx, cfg, AtSeqNum(n+100), time.Now()); err != nil || info.Checkpoint != n || info.Lag != (Lag{}) {
+	if info, _, err = ResetGroup(ctx, cfg.Config, cfg.Group, AtSeqNum(n+100), time.Now()); err != nil || info.Checkpoint != n || info.Lag != (Lag{}) {
 		t.Fatalf("reset past the tail: %+v %v, want the tail %d", info, err, n)
 	}
-	if info, _, err = ResetGroup(ctx, cfg, AtTailOffset(0), time.Now()); err != nil || info.Checkpoint != n {
+	if info, _, err = ResetGroup(ctx, cfg.Config, cfg.Group, AtTailOffset(0), time.Now()); err != nil || info.Checkpoint != n {
 		t.Fatalf("reset to the tail: %+v %v", info, err)
 	}
 
@@ -131,13 +131,13 @@ func TestResetGroupFencesMember(t *testing.T) {
 	}
 	nw := cfg
 	nw.Group = "new"
-	info, created, err = ResetGroup(ctx, nw, AtSeqNum(1), time.Now())
+	info, created, err = ResetGroup(ctx, nw.Config, nw.Group, AtSeqNum(1), time.Now())
 	if err != nil || !created || info.Checkpoint != 1 || info.Epoch <= before.State.WriteCounter {
 		t.Fatalf("reset of an unknown group: %+v created=%v %v (write counter %d)", info, created, err, before.State.WriteCounter)
 	}
 	missing := cfg
 	missing.Stream = stream.MustNew("nope/manifest", "nope/data")
-	if _, _, err := ResetGroup(ctx, missing, AtSeqNum(0), time.Now()); !errors.Is(err, ErrStreamNotFound) {
+	if _, _, err := ResetGroup(ctx, missing.Config, missing.Group, AtSeqNum(0), time.Now()); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("reset on a missing stream: %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestResetGroupFencesMember(t *testing.T) {
 // memberOfDeletedGroup opens a member of group "g" on a stream of a few two-record objects,
 // has it acknowledge (and write) the first record of its first batch, and deletes the group.
 // It returns the member and that batch (at least two records).
-func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (Config, *Consumer, Batch) {
+func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (GroupConfig, *Consumer, Batch) {
 	t.Helper()
 	ctx := context.Background()
 	for range 3 + rng.IntN(3) {
@@ -166,7 +166,7 @@ func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (Config, *Co
 	if g := groupState(t, f.store, "g"); g.Checkpoint != b.Records[0].SeqNum+1 || g.Epoch != a.Epoch() {
 		t.Fatalf("group before the delete: %+v", g)
 	}
-	if err := DeleteGroup(ctx, cfg); err != nil {
+	if err := DeleteGroup(ctx, cfg.Config, cfg.Group); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, a, b
@@ -194,7 +194,7 @@ func TestDeleteGroupFencesMember(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 28))
 	f := newFixture(t, objectstore.NewMemStore(), manifest.DefaultConfig(), batchfmt.CompressionNone)
 	cfg, a, b := memberOfDeletedGroup(t, f, rng)
-	err := DeleteGroup(ctx, cfg)
+	err := DeleteGroup(ctx, cfg.Config, cfg.Group)
 	if !errors.Is(err, ErrGroupNotFound) || !errors.Is(err, manifest.ErrNoGroup) {
 		t.Fatalf("second delete: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestDeleteGroupFencesMember(t *testing.T) {
 	if err := a.Close(ctx); !errors.As(err, &fe) {
 		t.Fatalf("close after the fenced ack: %v", err)
 	}
-	if err := DeleteGroup(ctx, Config{}); !errors.Is(err, ErrInvalidConfig) {
+	if err := DeleteGroup(ctx, cfg.Config, ""); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("delete without a group: %v", err)
 	}
 }

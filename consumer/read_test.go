@@ -304,8 +304,32 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := r.Read(context.Background(), ReadRequest{Start: AtSeqNum(0)}); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("read with a nil logger: %v", err)
 	}
-	if _, err := Open(context.Background(), c, GroupOptions{}); !errors.Is(err, ErrInvalidConfig) {
+	g := DefaultGroupConfig()
+	g.Config = c
+	if _, err := Open(context.Background(), g, GroupOptions{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("open without a group: %v", err)
+	}
+}
+
+// TestGroupConfigValidate: a group config reports its reader's problems and its own at
+// once, and refuses a zero ack interval rather than taking it for the default.
+func TestGroupConfigValidate(t *testing.T) {
+	var g GroupConfig
+	err := g.Validate()
+	for _, want := range []string{"object store is required", "group name is required", "ack interval", "ack records"} {
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("zero group config: %v, want it to say %q", err, want)
+		}
+	}
+	g = DefaultGroupConfig()
+	g.ObjectStore = objectstore.NewMemStore()
+	g.Group = strings.Repeat("g", MaxGroupNameLen+1)
+	if err := g.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("long group name: %v", err)
+	}
+	g.Group = "g"
+	if err := g.Validate(); err != nil {
+		t.Fatalf("defaults with a store and a group: %v", err)
 	}
 }
 

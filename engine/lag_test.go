@@ -86,15 +86,15 @@ func TestDaemonLagMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccfg := consumer.DefaultConfig()
+	ccfg := consumer.DefaultGroupConfig()
 	ccfg.ObjectStore, ccfg.Stream = store, loc
 	cp := uint64(rng.IntN(int(n)))
 	ccfg.Group = "billing"
-	if _, _, err := consumer.ResetGroup(ctx, ccfg, consumer.AtSeqNum(cp), now); err != nil {
+	if _, _, err := consumer.ResetGroup(ctx, ccfg.Config, ccfg.Group, consumer.AtSeqNum(cp), now); err != nil {
 		t.Fatal(err)
 	}
 	ccfg.Group = "done"
-	if _, _, err := consumer.ResetGroup(ctx, ccfg, consumer.AtTailOffset(0), now); err != nil {
+	if _, _, err := consumer.ResetGroup(ctx, ccfg.Config, ccfg.Group, consumer.AtTailOffset(0), now); err != nil {
 		t.Fatal(err)
 	}
 	data, _, err := objectstore.ReadAll(ctx, store, loc.ManifestKey())
@@ -118,7 +118,7 @@ func TestDaemonLagMetrics(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := consumer.DeleteGroup(ctx, ccfg); err != nil {
+	if err := consumer.DeleteGroup(ctx, ccfg.Config, ccfg.Group); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, labels("done"))

@@ -377,7 +377,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 
 	groups := []string{"a", "b"}
 	for _, g := range groups {
-		cfg := consumer.DefaultConfig()
+		cfg := consumer.DefaultGroupConfig()
 		cfg.ObjectStore = fs
 		cfg.Group = g
 		m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})
@@ -415,7 +415,7 @@ func TestQueueModeLeavesNothing(t *testing.T) {
 	if len(recs) != 2 || recs[1].SeqNum != s.n-1 {
 		t.Fatalf("readable after partial ack: %d records", len(recs))
 	}
-	cfg := consumer.DefaultConfig()
+	cfg := consumer.DefaultGroupConfig()
 	cfg.ObjectStore = fs
 	cfg.Group = "b"
 	m, err := consumer.Open(ctx, cfg, consumer.GroupOptions{})

@@ -82,8 +82,8 @@ func (h *harness) runConsumer(ctx context.Context) {
 	}
 }
 
-func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer.Config {
-	cfg := consumer.DefaultConfig()
+func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer.GroupConfig {
+	cfg := consumer.DefaultGroupConfig()
 	cfg.ObjectStore = store
 	cfg.Stream = h.sc.Stream
 	cfg.Group = "g"

@@ -165,7 +165,7 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 		}
 		defer stop()
 	}
-	cfg := consumer.DefaultConfig()
+	cfg := consumer.DefaultGroupConfig()
 	cfg.ObjectStore = e.store
 	cfg.Stream = st
 	cfg.Group = f.group

@@ -48,13 +48,12 @@ func groupLine(gi consumer.GroupInfo) groupJSONLine {
 	return groupJSONLine{Group: gi.Group, Epoch: gi.Epoch, Checkpoint: gi.Checkpoint, LagRecords: gi.Lag.Records, LagSeconds: gi.Lag.Seconds}
 }
 
-// groupConfig is the consumer config of a groups command on stream st.
-func (e *libEnv) groupConfig(st stream.Stream, group string) consumer.Config {
+// groupsConfig is the consumer config of a groups command on stream st.
+func (e *libEnv) groupsConfig(st stream.Stream) consumer.Config {
 	cfg := consumer.DefaultConfig()
 	cfg.ObjectStore = e.store
 	cfg.Stream = st
 	cfg.Logger = e.log
-	cfg.Group = group
 	return cfg
 }
 
@@ -76,7 +75,7 @@ func newGroupsListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer e.close()
-			groups, err := consumer.ListGroups(ctx, e.groupConfig(st, ""), time.Now())
+			groups, err := consumer.ListGroups(ctx, e.groupsConfig(st), time.Now())
 			if err != nil {
 				return e.readErr(args[0], err)
 			}
@@ -170,7 +169,7 @@ func runGroupsReset(cmd *cobra.Command, g *globals, f *groupsResetFlags, name, g
 		return err
 	}
 	defer e.close()
-	info, created, err := consumer.ResetGroup(ctx, e.groupConfig(st, group), to, time.Now())
+	info, created, err := consumer.ResetGroup(ctx, e.groupsConfig(st), group, to, time.Now())
 	if err != nil && info.Group == "" {
 		return e.readErr(name, err)
 	}
@@ -211,7 +210,7 @@ A GROUP that does not exist is an error (exit 1).`,
 				return err
 			}
 			defer e.close()
-			err = consumer.DeleteGroup(ctx, e.groupConfig(st, group))
+			err = consumer.DeleteGroup(ctx, e.groupsConfig(st), group)
 			if errors.Is(err, consumer.ErrGroupNotFound) {
 				return fmt.Errorf("%s has no consumer group %q (sluice groups list %s shows its groups)", e.where(name), group, shellQuote(name))
 			}
