@@ -47,7 +47,7 @@ type Config struct {
 	// commit (see Notifier). Optional.
 	Notifier *Notifier
 	// MaxBatchRecords and MaxBatchBytes bound one batch returned by Session.Next and
-	// Consumer.Next. Defaults 1000 records and 1 MiB metered, the seeds' read limits.
+	// Consumer.Next. Defaults 1000 records and 1 MiB metered, S2's read limits.
 	MaxBatchRecords int
 	MaxBatchBytes   int
 	// Backoff between retries of failed object and manifest reads.

@@ -70,7 +70,7 @@ type Config struct {
 	LagInterval time.Duration
 }
 
-// DefaultConfig returns the defaults: producers with the seeds' defaults but a 10 ms
+// DefaultConfig returns the defaults: producers with opendata Buffer's defaults but a 10 ms
 // flush interval (an HTTP append waits for its commit, so the daemon favours latency) and a
 // delivery timeout of DefaultDeliveryTimeout, and a one-minute idle timeout.
 func DefaultConfig() Config {

@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 )
 
-// Append validates in at once (the seeds' limits and record rules, and the stream's
+// Append validates in at once (S2's limits and record rules, and the stream's
 // timestamping mode as last read), waits for buffer space (MaxBufferedInputs appends and
 // MaxInFlightBytes metered bytes not yet resolved) within ctx, and adds it to the open
 // batch. The ticket resolves after the manifest write that commits it. Append takes

@@ -83,7 +83,7 @@ type Config struct {
 	// answering it commits directly. Default zero: commit directly unless the manifest
 	// names a committer. Its clock defaults to Now.
 	Committer commitclient.Config
-	// Batching is the client-side batching Submit uses. Default the seeds' (5 ms, 1000
+	// Batching is the client-side batching Submit uses. Default S2's SDKs' (5 ms, 1000
 	// records, 1 MiB).
 	Batching batchfmt.BatchingConfig
 	// CreateStream creates the manifest (with StreamConfig) when it does not exist. Default

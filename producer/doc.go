@@ -5,7 +5,7 @@
 //
 // # Contract
 //
-//   - Append(ctx, in, opts...) validates at once (the seeds' limits: 1..1000 records, at most
+//   - Append(ctx, in, opts...) validates at once (S2's limits: 1..1000 records, at most
 //     1 MiB metered; header and command rules; under client-require, a timestamp on every
 //     record), waits for buffer space within ctx, and returns a Ticket. The ticket resolves
 //     after the manifest write that commits the append, with an Ack (Start, End exclusive,
@@ -13,7 +13,7 @@
 //   - Options: WithChain(c) makes the append part of an ordered run such as an S2 append
 //     session's (each commits only if none before it failed); ReceivedAt(t) counts
 //     Config.DeliveryTimeout from when the caller received the append.
-//   - Submit(ctx, record) batches single records with the seeds' BatchingConfig (linger,
+//   - Submit(ctx, record) batches single records with S2's client-side batching (linger,
 //     records, bytes); its RecordTicket gives the record's seq_num and its batch's Ack.
 //   - Flush(ctx) sends what is buffered and waits for every append accepted before it.
 //   - Close(ctx) refuses new appends, drains, and stops the producer's goroutines; if ctx
