@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // TestChainStopsAtFirstFailure: appends of one Chain commit in order, each only if none
@@ -194,4 +195,201 @@ func TestChainsUnderFaults(t *testing.T) {
 			t.Logf("faults %s; %d records, %d acked appends, %d rejected, %d of %d chains failed", fs.summary(), len(recs), len(acked), len(rejected), failedChains, chains)
 		})
 	}
+}
+
+// TestChainMovesToAnotherProducer: a chain's append is pending on a producer whose stream has
+// since been deleted and created again (its commit will fail: the generation changed), and
+// the chain's next append goes to a producer of the new stream. It must wait for the first to resolve, then fail with
+// ErrPrecedingAppendFailed, and nothing of it may enter the stream: committing it while
+// the first was pending let a session's later input commit after an earlier one failed.
+func TestChainMovesToAnotherProducer(t *testing.T) {
+	ctx := context.Background()
+	mem, g, p1, c, t1 := chainPendingAtGate(t)
+
+	// The stream is deleted and created again; p2 writes to the new one.
+	if err := mem.Delete(ctx, "ingest/manifest"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manifest.Open(mem, "ingest/manifest").Create(ctx, manifest.DefaultConfig(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p2 := newProducer(t, testConfig(mem))
+	defer closeProducer(t, p2)
+	moved := make(chan struct{})
+	testHookChainMove = func() { close(moved) }
+	defer func() { testHookChainMove = nil }()
+	type result struct {
+		tk  *Ticket
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		tk, err := p2.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(c))
+		second <- result{tk, err}
+	}()
+	var r result
+	select {
+	case <-moved: // waiting for first, as it should: let first's commit go on (and fail)
+		close(g.gate)
+		r = <-second
+	case r = <-second: // handed over at once: let it commit, then first fail
+		if r.err == nil {
+			r.tk.Wait(ctx)
+		}
+		close(g.gate)
+	}
+	if _, err := t1.Result(); !errors.Is(err, manifest.ErrGenerationChanged) {
+		t.Fatalf("first: %v, want ErrGenerationChanged (the stream was replaced)", err)
+	}
+	p1.Close(ctx) // fails: its stream is gone
+	if r.err == nil {
+		_, r.err = r.tk.Wait(ctx)
+	}
+	if !errors.Is(r.err, manifest.ErrPrecedingAppendFailed) {
+		t.Errorf("second: %v, want ErrPrecedingAppendFailed", r.err)
+	}
+	snap, err := manifest.Open(mem, "ingest/manifest").Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := snap.State.Tail.SeqNum; n != 0 {
+		t.Errorf("the stream holds %d records after its chain's first append failed, want 0", n)
+	}
+}
+
+// chainPendingAtGate creates the stream "ingest/manifest" on a memory store and hands a
+// chain's first append ("first") to a producer whose batch uploads wait at g's gate, and
+// returns once that upload has reached the gate.
+func chainPendingAtGate(t *testing.T) (mem *objectstore.MemStore, g *gateStore, p1 *Producer, c *Chain, t1 *Ticket) {
+	t.Helper()
+	ctx := context.Background()
+	mem = newStreamStore(t)
+	g = &gateStore{Store: mem, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	p1 = newProducer(t, testConfig(g))
+	c = new(Chain)
+	t1, err := p1.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // first's batch is being uploaded, and stays so until the gate opens
+	return mem, g, p1, c, t1
+}
+
+// TestChainRefusalDoesNotFailEarlierPending: an append that Append refuses at
+// once (here: invalid, an append without records) must fail only what comes after it in the
+// chain. Appends handed over before it, still waiting for their commit, precede the failure
+// and must commit.
+func TestChainRefusalDoesNotFailEarlierPending(t *testing.T) {
+	ctx := context.Background()
+	store := newStreamStore(t)
+	cfg := testConfig(store)
+	cfg.FlushInterval = time.Hour // the first append is still pending when the second is refused
+	p := newProducer(t, cfg)
+	defer closeProducer(t, p)
+	var c Chain
+	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(ctx, batchfmt.AppendInput{}, WithChain(&c)); err == nil {
+		t.Fatal("an empty append was accepted")
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.Result(); err != nil {
+		t.Fatalf("the append handed over before the refused one failed: %v", err)
+	}
+}
+
+// TestChainCtxRefusalDoesNotFailEarlierPending: the same with the refusal that an
+// append session meets when its context ends while it waits for buffer space (client
+// disconnect, server shutdown): the inputs of the session already handed over commit.
+func TestChainCtxRefusalDoesNotFailEarlierPending(t *testing.T) {
+	ctx := context.Background()
+	store := newStreamStore(t)
+	cfg := testConfig(store)
+	cfg.FlushInterval = time.Hour
+	cfg.MaxBufferedInputs = 1
+	p := newProducer(t, cfg)
+	defer closeProducer(t, p)
+	var c Chain
+	t1, err := p.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("first")}, WithChain(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	// Full (one buffered input): waits for room, and ctx has ended.
+	if _, err := p.Append(cctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(&c)); err == nil {
+		t.Fatal("accepted with a cancelled ctx while full")
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.Result(); err != nil {
+		t.Fatalf("the append handed over before the refused one failed: %v", err)
+	}
+}
+
+// TestChainWaitCtxAndNoLock: while Append waits (WithChain) for the chain's last append on another producer, it holds
+// no lock of the new producer (other appends go through), it returns when ctx ends, and it
+// returns when the old producer is closed with an expired ctx (Close aborts and resolves the
+// pending ticket), refusing the append then (the chain's append failed).
+func TestChainWaitCtxAndNoLock(t *testing.T) {
+	ctx := context.Background()
+	mem, g, p1, c, _ := chainPendingAtGate(t)
+	p2 := newProducer(t, testConfig(mem))
+	defer closeProducer(t, p2)
+	moved := make(chan struct{}, 2)
+	testHookChainMove = func() { moved <- struct{}{} }
+	defer func() { testHookChainMove = nil }()
+
+	// 1. ctx ends during the wait; p2 serves other appends meanwhile.
+	wctx, cancel := context.WithCancel(ctx)
+	res := make(chan error, 1)
+	go func() {
+		_, err := p2.Append(wctx, batchfmt.AppendInput{Records: bodyRecs("second")}, WithChain(c))
+		res <- err
+	}()
+	<-moved // waiting for first
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	if _, err := p2.AppendSync(actx, batchfmt.AppendInput{Records: bodyRecs("other")}); err != nil {
+		t.Fatalf("an unrelated append on p2 while the chain waits: %v", err)
+	}
+	acancel()
+	select {
+	case err := <-res:
+		t.Fatalf("chained append returned before its predecessor resolved: %v", err)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-res:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("after ctx ended: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Append did not return after ctx ended")
+	}
+
+	// 2. The old producer is closed with an expired ctx: its pending ticket resolves, and
+	// the waiting append is refused.
+	go func() {
+		_, err := p2.Append(ctx, batchfmt.AppendInput{Records: bodyRecs("third")}, WithChain(c))
+		res <- err
+	}()
+	<-moved // waiting for first
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	_ = p1.Close(cctx)
+	ccancel()
+	select {
+	case err := <-res:
+		if !errors.Is(err, manifest.ErrPrecedingAppendFailed) {
+			t.Fatalf("after the old producer aborted: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Append still waiting after the old producer closed")
+	}
+	close(g.gate)
 }
