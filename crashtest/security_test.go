@@ -30,11 +30,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/internal/testseed"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/stream"
 )
 
@@ -82,7 +82,14 @@ func TestBearerTokenComparedInConstantTime(t *testing.T) {
 		t.Error("package server never compares the token with subtle.ConstantTimeCompare")
 	}
 
-	srv, err := server.New(memtest.New(nil), server.WithBearerToken("s3cr3t-token"))
+	ecfg := engine.DefaultConfig()
+	ecfg.Store = objectstore.NewMemStore()
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	srv, err := server.New(eng.S2(), server.WithBearerToken("s3cr3t-token"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestAPI runs the S2 API conformance suite (every route, sessions over HTTP/1.1 and h2c, the
-// seeds' curl lines, and S2's TypeScript SDK) against the engine on a memory store.
+// curl lines of S2's documentation, and S2's TypeScript SDK) against the engine on a memory store.
 func TestAPI(t *testing.T) {
 	servertest.Run(t, func(t testing.TB) server.Backend {
 		return newEngine(t, objectstore.NewMemStore(), nil).S2()

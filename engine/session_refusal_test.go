@@ -51,11 +51,10 @@ func pipelinedSession(t *testing.T, env *servertest.Env, stream string, inputs [
 
 // TestSessionInputBeforeRefusedOneIsAcked: on a client-require stream, an append
 // session's first input (timestamped) is valid and its second (without a timestamp) is not.
-// S2 (and the memtest fixture) acknowledge the first and end the session with the second's
-// error. (Refusing the second at handover must not mark the chain failed: the first, still
+// S2 acknowledges the first and ends the session with the second's error. (Refusing the second at handover must not mark the chain failed: the first, still
 // waiting for its commit, would be rejected too, with a misleading error.)
 func TestSessionInputBeforeRefusedOneIsAcked(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		if r := apiDo(t, env, "POST", "/v1/streams", nil, []byte(`{"stream":"req","config":{"timestamping":{"mode":"client-require"}}}`)); r.status/100 != 2 {
 			t.Fatalf("create: %d %s", r.status, r.body)
 		}

@@ -16,21 +16,12 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
-// apiBackends runs fn against the reference fixture and the engine.
-func apiBackends(t *testing.T, fn func(t *testing.T, env *servertest.Env)) {
-	for _, bk := range []struct {
-		name string
-		fac  servertest.Factory
-	}{
-		{"memtest", func(testing.TB) server.Backend { return memtest.New(nil) }},
-		{"engine", func(t testing.TB) server.Backend { return newEngine(t, objectstore.NewMemStore(), nil).S2() }},
-	} {
-		t.Run(bk.name, func(t *testing.T) { fn(t, servertest.Start(t, bk.fac)) })
-	}
+// withAPI runs fn against the API served over the engine on a memory store.
+func withAPI(t *testing.T, fn func(t *testing.T, env *servertest.Env)) {
+	fn(t, servertest.Start(t, func(t testing.TB) server.Backend { return newEngine(t, objectstore.NewMemStore(), nil).S2() }))
 }
 
 type apiResp struct {
@@ -114,7 +105,7 @@ func recordsJSON(n, bodyLen int, extra string) string {
 // TestWriteLimits: batch limits from the Records seed ("Minimum: 1 record per batch",
 // "Maximum: 1000 records per batch", "Total metered size ≤ 1 MiB per batch").
 func TestWriteLimits(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		cases := []struct {
 			name   string
@@ -174,7 +165,7 @@ func TestWriteLimits(t *testing.T) {
 // TestWriteConditions: match_seq_num and fencing_token, 412 bodies per S2-API.md
 // ("412 {"seq_num_mismatch": <expected seq_num>} or {"fencing_token_mismatch": "<actual token>"}").
 func TestWriteConditions(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		if r := apiAppend(t, env, "s", `{"records":[{"body":"a"},{"body":"b"}]}`); r.status != 200 {
 			t.Fatalf("append %d %s", r.status, r.body)
@@ -235,7 +226,7 @@ func TestWriteConditions(t *testing.T) {
 
 // TestWriteTimestamps: "Server enforces monotonicity"; modes and capping.
 func TestWriteTimestamps(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		mk := func(name, cfg string) {
 			t.Helper()
 			r := apiDo(t, env, "POST", "/v1/streams", nil, []byte(`{"stream":"`+name+`","config":`+cfg+`}`))
@@ -333,7 +324,7 @@ func trimBody(n uint64) string {
 
 // TestWriteTrim: trim commands' effect on reads.
 func TestWriteTrim(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 		trim := func(n uint64) apiResp {
@@ -387,7 +378,7 @@ func TestWriteTrim(t *testing.T) {
 // TestWriteS2SSession: pipelined appends with match_seq_num; a failure ends the
 // session with a terminal frame and nothing after it is appended.
 func TestWriteS2SSession(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		sess := env.OpenAppendSession(t, "s")
 		send := func(in batchfmt.AppendInput) {
@@ -438,7 +429,7 @@ func TestWriteS2SSession(t *testing.T) {
 
 // TestWriteProto: unary protobuf appends obey the same rules.
 func TestWriteProto(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		hdr := map[string]string{"Content-Type": "application/protobuf"}
 		post := func(in batchfmt.AppendInput) apiResp {
@@ -465,7 +456,7 @@ func TestWriteProto(t *testing.T) {
 // arrival time if not provided"). The engine's producer keeps the mode it last read, and
 // reads it again before refusing a record for want of a timestamp.
 func TestWriteReconfigureTimestampingMode(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		r := apiDo(t, env, "POST", "/v1/streams", nil, []byte(`{"stream":"s","config":{"timestamping":{"mode":"client-require"}}}`))
 		if r.status != 201 {
 			t.Fatalf("create: %d %s", r.status, r.body)
@@ -491,7 +482,7 @@ func TestWriteReconfigureTimestampingMode(t *testing.T) {
 // including the trim record becomes unreadable, and none after it, in the same append or
 // later. Both backends must do so.
 func TestWriteTrimBeyondTail(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		if r := apiAppend(t, env, "s", recordsJSON(5, 1, "")); r.status != 200 {
 			t.Fatal(r.status)
@@ -532,7 +523,7 @@ func TestWriteTrimBeyondTail(t *testing.T) {
 // TestWriteConcurrentMatchSeqNum: of concurrent appends with the same match_seq_num,
 // exactly one succeeds; the others get 412 with the new tail and append nothing.
 func TestWriteConcurrentMatchSeqNum(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		const n = 12
 		res := make(chan apiResp, n)
@@ -577,7 +568,7 @@ func TestWriteConcurrentMatchSeqNum(t *testing.T) {
 // TestWriteReconfigureOtherModes: switching to arrival or client-require takes effect on
 // the next append.
 func TestWriteReconfigureOtherModes(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		if r := apiAppend(t, env, "s", `{"records":[{"body":"a","timestamp":10}]}`); r.status != 200 {
 			t.Fatal(r.status)
@@ -607,7 +598,7 @@ func TestWriteReconfigureOtherModes(t *testing.T) {
 
 // TestWriteBigHeader: a header value over 64 KiB within the 1 MiB limit round-trips.
 func TestWriteBigHeader(t *testing.T) {
-	apiBackends(t, func(t *testing.T, env *servertest.Env) {
+	withAPI(t, func(t *testing.T, env *servertest.Env) {
 		env.CreateStream(t, "s")
 		v := strings.Repeat("v", 200000)
 		r := apiAppend(t, env, "s", `{"records":[{"headers":[["h","`+v+`"],["`+strings.Repeat("n", 70000)+`","x"]],"body":"b"}]}`)

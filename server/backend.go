@@ -7,8 +7,8 @@ import (
 	"github.com/sluice-dev/sluice/s2api"
 )
 
-// Backend is the storage the API serves. The real engine binding implements it; so does the
-// in-memory reference fixture in server/memtest, which the tests run against.
+// Backend is the storage the API serves: the engine implements it (engine.Engine.S2), and the
+// server's tests run on the engine over a memory store.
 //
 // Errors: return *s2api.Error (or wrap the s2api sentinels: ErrBasinNotFound,
 // ErrStreamNotFound, ErrAlreadyExists, ErrInvalid, ErrTransactionConflict, ErrStorage,

@@ -1,6 +1,6 @@
 // Package server serves S2's REST API v1 (see package s2api for the wire formats) over a
-// Backend: the storage engine binding in production, the in-memory reference fixture
-// server/memtest in tests.
+// Backend: the engine (engine.Engine.S2), in production as in the tests, where it runs on a
+// memory store.
 //
 // # Routes
 //

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 )
 
 func TestNewValidatesEveryOption(t *testing.T) {
@@ -24,7 +23,7 @@ func TestNewValidatesEveryOption(t *testing.T) {
 			t.Errorf("error %q does not report %q", err, want)
 		}
 	}
-	if _, err := server.New(memtest.New(nil)); err != nil {
+	if _, err := server.New(newEngineBackend(t)); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
 }

@@ -9,14 +9,13 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
 // stuckAppends is a backend whose append sessions take every input and never acknowledge
 // one until the session ends: it counts the inputs handed over.
 type stuckAppends struct {
-	*memtest.Backend
+	server.Backend
 	mu       sync.Mutex
 	handed   int
 	received chan struct{} // a token per input handed over
@@ -43,7 +42,7 @@ func (s stuckSession) Append(ctx context.Context, basin, stream string, in batch
 // handed an input over before it had room to queue its wait).
 func TestAppendSessionInFlightBound(t *testing.T) {
 	const bound = 256
-	b := &stuckAppends{Backend: memtest.New(nil), received: make(chan struct{}, 4*bound)}
+	b := &stuckAppends{Backend: newEngineBackend(t), received: make(chan struct{}, 4*bound)}
 	env := servertest.Start(t, func(testing.TB) server.Backend { return b })
 	env.CreateStream(t, "s")
 	sess := env.OpenAppendSession(t, "s")

@@ -7,18 +7,16 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/s2api"
-	"github.com/sluice-dev/sluice/server"
-	"github.com/sluice-dev/sluice/server/memtest"
 	"github.com/sluice-dev/sluice/server/servertest"
 )
 
-// The seeds' stream naming rule (streams page, "Stream naming"): "Length: Between 1 and 512
+// S2's stream naming rule (S2's documentation, streams page, "Stream naming"): "Length: Between 1 and 512
 // bytes". The server checks it on every route that names a stream, the empty name of a path
 // such as /v1/streams// or /v1/streams//records included (it once skipped empty names, and
-// the reference backend, which the Backend contract lets trust the server, created a stream
-// named "" that list calls never showed).
+// a backend, which the Backend contract lets trust the server, created a stream named ""
+// that list calls never showed).
 func TestEmptyStreamNameInPathIsRejected(t *testing.T) {
-	env := servertest.Start(t, func(testing.TB) server.Backend { return memtest.New(nil) })
+	env := servertest.Start(t, newEngineBackend)
 	yes := true
 	if _, err := env.Backend.ReconfigureBasin(t.Context(), servertest.TestBasin, s2api.BasinReconfiguration{CreateStreamOnAppend: &yes}); err != nil {
 		t.Fatal(err)

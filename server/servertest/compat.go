@@ -12,7 +12,7 @@ import (
 )
 
 // testSDKCompat runs S2's TypeScript SDK (scripts/s2-sdk/compat.mjs) against the server with
-// the reference backend. It needs node and `npm ci --prefix scripts/s2-sdk`; without them it
+// the backend under test. It needs node and `npm ci --prefix scripts/s2-sdk`; without them it
 // skips, except under CI=true, where it fails.
 func testSDKCompat(t *testing.T, fac Factory) {
 	root, err := moduleRoot()

@@ -1,8 +1,8 @@
 // Package servertest is the conformance suite of the S2 API server: HTTP-level tests of every
 // route, error mapping, SSE and S2S sessions (over real HTTP/1.1 and h2c connections), the
-// seeds' curl examples and S2's TypeScript SDK, run against any server.Backend.
+// curl examples of S2's documentation and S2's TypeScript SDK, run against any server.Backend.
 //
-// The reference fixture runs it in server/memtest; the storage engine's binding runs it too:
+// The engine runs it (on a memory store, and on S3):
 //
 //	func TestAPI(t *testing.T) {
 //		servertest.Run(t, func(t testing.TB) server.Backend { return newEngineBackend(t) })
@@ -54,7 +54,7 @@ func Run(t *testing.T, f Factory) {
 		{"StuckClientBesideIdleClient", testStuckClientBesideIdleClient},
 		{"IdleSessionsOutliveWriteTimeout", testIdleSessionsOutliveWriteTimeout},
 		{"TimestampStartPastTheTail", testTimestampStartPastTheTail},
-		{"SeedCurlExamples", testSeedCurlExamples},
+		{"DocCurlExamples", testDocCurlExamples},
 		{"SDKCompat", testSDKCompat},
 	}
 	for _, tc := range tests {

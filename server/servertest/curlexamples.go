@@ -11,16 +11,17 @@ import (
 	"github.com/sluice-dev/sluice/s2api"
 )
 
-// The curl examples of the seeds (001 records, 003 streams), verbatim but for the host. They
-// are split into argv like a shell would (quotes, ${VAR}) and run with curl when it is
-// installed; the URLs with an unquoted "&" are kept whole, as the seed means them.
-var seedCurls = []struct {
+// docCurls are the curl examples of S2's documentation (its records and streams pages),
+// verbatim but for the host. They are split into argv like a shell would (quotes, ${VAR}) and
+// run with curl when it is installed; the URLs with an unquoted "&" are kept whole, as the
+// documentation means them.
+var docCurls = []struct {
 	name   string
 	cmd    string
 	status int
 	check  func(t *testing.T, body []byte)
 }{
-	{"003 create stream (PUT)", `curl -X PUT https://api.s2.dev/streams/my-stream \
+	{"streams page: create stream (PUT)", `curl -X PUT https://api.s2.dev/streams/my-stream \
   -H "S2-Basin: my-basin" \
   -H "Authorization: Bearer ${S2_ACCESS_TOKEN}" \
   -H "Content-Type: application/json" \
@@ -36,7 +37,7 @@ var seedCurls = []struct {
 			t.Errorf("stream info %s", b)
 		}
 	}},
-	{"001 append", `curl -X POST https://api.s2.dev/streams/my-stream/records \
+	{"records page: append", `curl -X POST https://api.s2.dev/streams/my-stream/records \
     -H "S2-Basin: my-basin" \
     -H "Content-Type: application/json" \
     -d '{
@@ -60,14 +61,14 @@ var seedCurls = []struct {
 			t.Errorf("ack keys %s", b)
 		}
 	}},
-	{"001 read", `curl https://api.s2.dev/streams/my-stream/records?seq_num=100&count=10 \
+	{"records page: read", `curl https://api.s2.dev/streams/my-stream/records?seq_num=100&count=10 \
     -H "S2-Basin: my-basin"`, 200, func(t *testing.T, b []byte) {
 		want := `{"records":[{"seq_num":100,"timestamp":1709481600000,"headers":[["event-type","order.created"]],"body":"eyJvcmRlcl9pZCI6MTIzfQ=="}],"tail":{"seq_num":101,"timestamp":1709481600000}}`
 		if !jsonEqual(b, []byte(want)) {
 			t.Errorf("read\n got %s\nwant %s", b, want)
 		}
 	}},
-	{"001 read base64", `curl https://api.s2.dev/streams/my-stream/records \
+	{"records page: read base64", `curl https://api.s2.dev/streams/my-stream/records \
   -H "S2-Basin: my-basin" \
   -H "S2-Format: base64"`, 200, func(t *testing.T, b []byte) {
 		// No start: tail_offset=0, so nothing, and the tail.
@@ -75,7 +76,7 @@ var seedCurls = []struct {
 			t.Errorf("read %s", b)
 		}
 	}},
-	{"003 list streams", `curl https://api.s2.dev/streams?prefix=device- \
+	{"streams page: list streams", `curl https://api.s2.dev/streams?prefix=device- \
 -H "S2-Basin: my-basin" \
 -H "Authorization: Bearer ${S2_ACCESS_TOKEN}"`, 200, func(t *testing.T, b []byte) {
 		var l s2api.ListStreamsResponse
@@ -87,14 +88,14 @@ var seedCurls = []struct {
 			t.Errorf("keys %s", b)
 		}
 	}},
-	{"003 check tail", `curl https://api.s2.dev/streams/my-stream/tail \
+	{"streams page: check tail", `curl https://api.s2.dev/streams/my-stream/tail \
 -H "S2-Basin: my-basin" \
 -H "Authorization: Bearer ${S2_ACCESS_TOKEN}"`, 200, func(t *testing.T, b []byte) {
 		if !jsonEqual(b, []byte(`{"tail":{"seq_num":101,"timestamp":1709481600000}}`)) {
 			t.Errorf("tail %s", b)
 		}
 	}},
-	{"003 delete stream", `curl -X DELETE https://api.s2.dev/streams/my-stream \
+	{"streams page: delete stream", `curl -X DELETE https://api.s2.dev/streams/my-stream \
 -H "S2-Basin: my-basin" \
 -H "Authorization: Bearer ${S2_ACCESS_TOKEN}"`, 202, nil},
 }
@@ -162,10 +163,10 @@ func expandVars(s string, env map[string]string) string {
 	return s
 }
 
-func testSeedCurlExamples(t *testing.T, fac Factory) {
-	// No token on the server: the seeds' 001 lines send none, and the 003 lines' header is
+func testDocCurlExamples(t *testing.T, fac Factory) {
+	// No token on the server: the records page's lines send none, and the streams page's header is
 	// then ignored, so every line runs exactly as written.
-	const token = "seed-token"
+	const token = "doc-token"
 	env := startServer(t, fac)
 	if _, err := env.Backend.CreateBasin(t.Context(), "my-basin", s2api.BasinConfig{}); err != nil {
 		t.Fatal(err)
@@ -174,9 +175,9 @@ func testSeedCurlExamples(t *testing.T, fac Factory) {
 	if os.Getenv("SLUICE_TEST_NO_CURL") != "" {
 		curlErr = fmt.Errorf("SLUICE_TEST_NO_CURL is set")
 	}
-	for i, c := range seedCurls {
+	for i, c := range docCurls {
 		if i == 1 {
-			// Fill seq_nums 0..99 so that the seed's read of seq_num=100 finds the appended record.
+			// Fill seq_nums 0..99 so that the documentation's read of seq_num=100 finds the appended record.
 			env.appendNIn(t, "my-basin", "my-stream", 100)
 			for _, s := range []string{"device-001", "device-002", "other"} {
 				if _, err := env.Backend.CreateStream(t.Context(), "my-basin", s, s2api.StreamConfig{}); err != nil {
@@ -213,14 +214,14 @@ func testSeedCurlExamples(t *testing.T, fac Factory) {
 		t.Fatalf("config: %+v %v", cfg, err)
 	}
 	if _, err := env.Backend.CheckTail(t.Context(), "my-basin", "my-stream"); err == nil {
-		t.Error("my-stream still exists after the seed's DELETE")
+		t.Error("my-stream still exists after the documentation's DELETE")
 	}
 	if curlErr != nil {
-		t.Logf("curl not installed: replayed the seed lines with net/http")
+		t.Logf("curl not installed: replayed the documentation's lines with net/http")
 	}
 }
 
-// runCurl runs curl with the seed's arguments plus -sS and a status trailer.
+// runCurl runs curl with a documentation line's arguments plus -sS and a status trailer.
 func runCurl(t *testing.T, curl string, args []string) (int, []byte) {
 	t.Helper()
 	full := append([]string{"-sS", "-w", "\n%{http_code}"}, args...)
@@ -234,7 +235,7 @@ func runCurl(t *testing.T, curl string, args []string) (int, []byte) {
 	return status, out[:i]
 }
 
-// replayCurl does what curl would for the flags the seeds use (-X, -H, -d).
+// replayCurl does what curl would for the flags the documentation's lines use (-X, -H, -d).
 func replayCurl(t *testing.T, env *Env, args []string) (int, []byte) {
 	t.Helper()
 	method, url := "", ""
