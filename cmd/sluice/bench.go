@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -302,4 +304,11 @@ func writePlot(path string, res *bench.Result) error {
 		return fmt.Errorf("--plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/consumer"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storemetrics"
 )
 
 type consumeFlags struct {
@@ -158,7 +159,11 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	if f.metricsListen != "" {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		e.store = objectstore.Instrument(e.store, newStoreMetrics(reg))
+		sm, err := storemetrics.New(reg)
+		if err != nil {
+			return err
+		}
+		e.store = objectstore.Instrument(e.store, sm)
 		stop, err := serveMetrics(e, f.metricsListen, reg)
 		if err != nil {
 			return err

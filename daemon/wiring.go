@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/engine"
+	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/stream"
+)
+
+// This file is the one place that sets the engine's, committer's and collector's config
+// fields from the daemon's Config: when those packages change their fields, only it changes.
+
+// committerConfig is the committer's config: a fresh id, the advertised URL.
+func committerConfig(store objectstore.Store, advertise string, log *slog.Logger, reg prometheus.Registerer) committer.Config {
+	ccfg := committer.DefaultConfig()
+	ccfg.Store, ccfg.ID, ccfg.URL = store, "serve-"+randomHex(8), advertise
+	ccfg.Logger, ccfg.Registerer = log, reg
+	return ccfg
+}
+
+// engineConfig is the engine's config; com is the daemon's committer (nil without one) at
+// the URL advertise.
+func engineConfig(cfg *Config, store objectstore.Store, com *committer.Committer, advertise string, log *slog.Logger, reg prometheus.Registerer) engine.Config {
+	ecfg := engine.DefaultConfig()
+	ecfg.Store = store
+	ecfg.Logger = log
+	ecfg.Registerer = reg
+	ecfg.LagInterval = cfg.LagInterval
+	ecfg.Producer.FlushInterval = cfg.FlushInterval
+	ecfg.Producer.DeliveryTimeout = cfg.DeliveryTimeout
+	// GC safety: a producer never commits an upload older than half the grace period.
+	ecfg.Producer.CommitDeadline = commitDeadline(cfg)
+	if com != nil {
+		// Its own streams' commits go to it in process; others' to the daemon holding the
+		// role, with the token the daemons of one deployment share.
+		ecfg.Producer.Committer.URL, ecfg.Producer.Committer.Local = advertise, com
+	}
+	ecfg.Producer.Committer.Token = cfg.AuthToken // for other daemons' committers
+	return ecfg
+}
+
+// gcConfig is the collector's config.
+func gcConfig(cfg *Config, log *slog.Logger, reg prometheus.Registerer) gc.Config {
+	gcfg := gc.DefaultConfig()
+	gcfg.Interval = cfg.GCInterval
+	gcfg.GracePeriod = cfg.GCGracePeriod
+	gcfg.CommitDeadline = commitDeadline(cfg)
+	gcfg.Logger = log
+	gcfg.Registerer = reg
+	return gcfg
+}
+
+// commitDeadline is the daemon's producers' commit deadline: half the grace period, so that
+// no upload is committed after a collector could have deleted it.
+func commitDeadline(cfg *Config) time.Duration { return cfg.GCGracePeriod / 2 }
+
+// gcStreams lists what the collector visits in a round: every stream, then every deleted
+// stream that left objects behind (catalog.GoneStreams), which a pass sweeps. (`sluice gc`
+// lists the same.)
+func gcStreams(store objectstore.Store) gc.StreamLister {
+	return func(ctx context.Context) ([]stream.Stream, error) {
+		all, err := catalog.AllStreams(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		gone, err := catalog.GoneStreams(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		return append(all, gone...), nil
+	}
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
+}
