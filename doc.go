@@ -7,5 +7,6 @@
 //
 // The packages: objectstore (the storage seam), batchfmt (records and batch objects), manifest
 // (stream state and the commit step), producer (the write path), consumer (the read path), gc
-// (garbage collection), and the command cmd/sluice.
+// (garbage collection), daemon (the daemon, assembled, to run in process), and the command
+// cmd/sluice.
 package sluice
