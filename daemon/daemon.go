@@ -27,6 +27,8 @@ var (
 	ErrClosed = errors.New("daemon: closed")
 	// ErrRunning: Run was called while another Run is serving.
 	ErrRunning = errors.New("daemon: already running")
+	// ErrNotNew: Run or Close was called on a Daemon that New did not make.
+	ErrNotNew = errors.New("daemon: the Daemon was not made by New")
 )
 
 // ListenError is New's error when it cannot listen on Config.Listen.
@@ -41,7 +43,8 @@ func (e *ListenError) Unwrap() error { return e.Err }
 // committerCloseTimeout bounds giving up the committer roles at shutdown.
 const committerCloseTimeout = 5 * time.Second
 
-// Daemon is the sluice daemon, assembled: see the package doc.
+// Daemon is the sluice daemon, assembled: see the package doc. New makes one; the zero
+// Daemon is refused by Run and Close with ErrNotNew.
 type Daemon struct {
 	cfg   Config
 	log   *slog.Logger
@@ -158,7 +161,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 }
 
 // Addr is the address the daemon listens on: with port 0 in Config.Listen, the port picked.
-func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
+func (d *Daemon) Addr() net.Addr {
+	if d.ln == nil {
+		return nil // not made by New
+	}
+	return d.ln.Addr()
+}
 
 // CommitterURL is the URL the daemon's committer is advertised at, or "" without one.
 func (d *Daemon) CommitterURL() string { return d.url }
@@ -167,6 +175,9 @@ func (d *Daemon) CommitterURL() string { return d.url }
 // the daemon down (see Close) and returns the serving or shutdown error, nil after a clean
 // shutdown. A daemon runs once: Run after Close, or after Run returned, is ErrClosed.
 func (d *Daemon) Run(ctx context.Context) error {
+	if d.done == nil {
+		return ErrNotNew
+	}
 	d.mu.Lock()
 	switch {
 	case d.closing:
@@ -213,6 +224,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 // the rest is cut short (in-flight work fails), and Close still waits for the goroutines.
 // Close returns the shutdown's error (the same as Run's); a second Close returns it again.
 func (d *Daemon) Close(ctx context.Context) error {
+	if d.done == nil {
+		return ErrNotNew
+	}
 	d.mu.Lock()
 	first, running := !d.closing, d.running
 	d.closing = true

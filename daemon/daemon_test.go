@@ -251,6 +251,17 @@ func TestNewReportsEveryProblem(t *testing.T) {
 	d.Close(context.Background())
 }
 
+// TestZeroDaemonIsRefused: a Daemon that New did not make is refused, not a nil dereference.
+func TestZeroDaemonIsRefused(t *testing.T) {
+	var d daemon.Daemon
+	if err := d.Run(context.Background()); !errors.Is(err, daemon.ErrNotNew) {
+		t.Errorf("Run = %v, want ErrNotNew", err)
+	}
+	if err := d.Close(context.Background()); !errors.Is(err, daemon.ErrNotNew) {
+		t.Errorf("Close = %v, want ErrNotNew", err)
+	}
+}
+
 // TestListenFailureIsAListenError: an address in use is a *ListenError naming it, and New
 // leaves nothing running.
 func TestListenFailureIsAListenError(t *testing.T) {
