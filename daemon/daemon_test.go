@@ -233,7 +233,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 	if !errors.Is(err, daemon.ErrInvalidConfig) {
 		t.Fatalf("New(zero Config) = %v, want ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"Store is nil", "Listen is empty", "MaxBodyBytes", "ShutdownTimeout", "GCGracePeriod", "AdvertiseURL is set without Committer", "not an http or https URL", "logger is nil", "registerer is nil"} {
+	for _, want := range []string{"Store is nil", "Listen is empty", "MaxBodyBytes", "ShutdownTimeout", "FlushInterval", "GCGracePeriod", "AdvertiseURL is set without Committer", "not an http or https URL", "logger is nil", "registerer is nil"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not report %q:\n%v", want, err)
 		}
