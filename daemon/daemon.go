@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluice-dev/sluice/access"
 	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
@@ -135,7 +136,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		server.WithMaxBodyBytes(cfg.MaxBodyBytes),
 	}
 	if cfg.AuthToken != "" {
-		sopts = append(sopts, server.WithBearerToken(cfg.AuthToken))
+		// The auth token is the root token; scoped tokens are issued into the store.
+		az, err := access.New(d.store, cfg.AuthToken)
+		if err != nil {
+			return nil, err
+		}
+		sopts = append(sopts, server.WithAccess(az))
 	}
 	if d.api, err = server.New(d.eng.S2(), sopts...); err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ func (s *Server) submitAppend(q *request, ctx context.Context, as Appends, in ba
 	if err := in.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := s.checkAppend(q, in); err != nil {
+		return fail(err)
+	}
 	err := s.withAutoCreate(q, true, func() error {
 		var err error
 		wait, err = as.Append(ctx, q.basin, q.name, in)
@@ -136,6 +139,10 @@ func (s *Server) runAppendSession(q *request, rc *http.ResponseController, body 
 	defer func() {
 		close(waits)
 		<-writerDone
+		if err := s.endedByAccess(q); err != nil { // the token was revoked or expired
+			fw.tmo = min(fw.tmo, time.Second)
+			_ = fw.write(s2api.TerminalErrorFrame(err))
+		}
 	}()
 	// The queue has room for every token of slots and one error: sending never blocks.
 	failWith := func(err error) {

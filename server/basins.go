@@ -3,16 +3,17 @@ package server
 import (
 	"net/http"
 
+	"github.com/sluice-dev/sluice/access"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
 func (s *Server) listBasins(q *request) {
 	lr, ok := listRequest(q)
-	if !ok {
+	if !ok || !scopeBasinList(q, &lr) {
 		return
 	}
 	resp, err := s.b.ListBasins(q.ctx, lr)
-	resp.Basins = nonNil(resp.Basins)
+	resp.Basins = nonNil(scopeBasins(q, resp.Basins))
 	reply(q, http.StatusOK, resp, err)
 }
 
@@ -20,7 +21,8 @@ func (s *Server) createBasin(q *request) { s.idempotent(q, s.createBasinBody) }
 
 func (s *Server) createBasinBody(q *request, body []byte) {
 	var req s2api.CreateBasinRequest
-	if failed(q, decodeJSON(body, &req)) || failed(q, s2api.ValidateBasinName(req.Basin)) {
+	if failed(q, decodeJSON(body, &req)) || failed(q, s2api.ValidateBasinName(req.Basin)) ||
+		s.denied(q, q.principal.CheckBasin(access.CreateBasin, req.Basin)) {
 		return
 	}
 	cfg := s2api.BasinConfig{}

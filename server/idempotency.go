@@ -51,7 +51,8 @@ func (s *Server) idempotent(q *request, create func(q *request, body []byte)) {
 		create(q, body)
 		return
 	}
-	key := idemKey{route: q.route, basin: q.basin, token: token}
+	// Keyed by caller too: a token does not get the answer of another's create.
+	key := idemKey{route: q.route, basin: q.basin, token: q.principal.Name() + "\x00" + token}
 	sum := sha256.Sum256(body)
 	s.idem.mu.Lock()
 	defer s.idem.mu.Unlock()

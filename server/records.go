@@ -88,6 +88,9 @@ func (s *Server) doAppend(q *request, in batchfmt.AppendInput) (s2api.AppendAck,
 	if err := in.Validate(); err != nil {
 		return s2api.AppendAck{}, err
 	}
+	if err := s.checkAppend(q, in); err != nil {
+		return s2api.AppendAck{}, err
+	}
 	var ack s2api.AppendAck
 	err := s.withAutoCreate(q, true, func() error {
 		var err error
@@ -312,6 +315,9 @@ func (s *Server) unaryRead(q *request, req s2api.ReadRequest) {
 			err = err2
 		}
 	}
+	if aerr := s.endedByAccess(q); aerr != nil {
+		err = aerr
+	}
 	if err != nil {
 		writeError(q.w, err)
 		return
@@ -441,6 +447,10 @@ func (k *s2sSink) failWithin(err error, d time.Duration) {
 // does not take the end of the response for the end of its read. It is best effort: the
 // write gets a second at most, so that a client that stopped reading does not hold up Close.
 func (s *Server) failClosing(q *request, sk sink) {
+	if err := s.endedByAccess(q); err != nil { // the token was revoked or expired
+		sk.failWithin(err, min(s.opts.writeTimeout, time.Second))
+		return
+	}
 	if s.ctx.Err() != nil && q.r.Context().Err() == nil {
 		err := &s2api.Error{Code: s2api.CodeUnavailable, Message: "server is shutting down", Err: ErrClosed}
 		s.logFailure(q.r, q.route, err)

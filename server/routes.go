@@ -55,6 +55,13 @@ var routes = []route{
 	{"/streams/{s}/records/tail", []string{"streams", nameSeg, "tail"}, []methodHandler{
 		{http.MethodGet, (*Server).checkTail},
 	}},
+	{"/access-tokens", []string{"access-tokens"}, []methodHandler{
+		{http.MethodGet, (*Server).listAccessTokens},
+		{http.MethodPost, (*Server).issueAccessToken},
+	}},
+	{"/access-tokens/{id}", []string{"access-tokens", nameSeg}, []methodHandler{
+		{http.MethodDelete, (*Server).revokeAccessToken},
+	}},
 }
 
 // match reports whether segs has rt's shape, and returns the segment in its nameSeg place.
@@ -155,6 +162,9 @@ func (s *Server) dispatch(q *request) {
 			return
 		}
 		q.format = f
+	}
+	if !s.permit(q, m) {
+		return
 	}
 	serve(s, q)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-dev/sluice/access"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -43,6 +44,7 @@ type options struct {
 	logger       *slog.Logger
 	registerer   prometheus.Registerer
 	now          func() time.Time
+	access       *access.Authorizer
 }
 
 // WithBearerToken requires "Authorization: Bearer <token>" on every request (compared in
@@ -90,6 +92,7 @@ type Server struct {
 
 	requests *prometheus.CounterVec
 	sessions *prometheus.GaugeVec
+	refusals *prometheus.CounterVec
 }
 
 // ErrClosed is returned by requests to a closed Server.
@@ -113,6 +116,9 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	}
 	if o.tokenSet && o.token == "" {
 		errs = append(errs, errors.New("server: bearer token is empty"))
+	}
+	if o.tokenSet && o.access != nil {
+		errs = append(errs, errors.New("server: both a bearer token and access tokens given (the authorizer holds the root token)"))
 	}
 	if o.maxBody < 1<<20 {
 		errs = append(errs, fmt.Errorf("server: max body bytes %d is below 1 MiB", o.maxBody))
@@ -140,8 +146,9 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	s.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sluice_api_open_sessions", Help: "Open S2 API sessions by kind (sse, s2s_read, s2s_append).",
 	}, []string{"kind"})
+	s.refusals = newRefusals()
 	if o.registerer != nil {
-		for _, c := range []prometheus.Collector{s.requests, s.sessions} {
+		for _, c := range []prometheus.Collector{s.requests, s.sessions, s.refusals} {
 			if err := o.registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("server: register metrics: %w", err)
 			}
@@ -209,6 +216,9 @@ type request struct {
 	name   string // basin or stream named in the path
 	route  string
 	format s2api.Format
+	// The caller (the root for a server without WithAccess) and its bearer token.
+	principal *access.Principal
+	bearer    string
 }
 
 // ServeHTTP serves one API call.
@@ -249,18 +259,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.writeTimeout))
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.writeTimeout + s2api.MaxWaitSecs*time.Second))
 
-	if s.opts.tokenSet && !s.authorized(r) {
-		writeError(sw, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
+	if !s.authenticate(req) {
 		return
 	}
+	defer s.guard(req)()
 	s.dispatch(req)
 }
 
-// Protect wraps h with the server's bearer-token check (WithBearerToken), for routes the
-// owner serves beside the API, such as the committer's.
+// Protect wraps h with the server's bearer-token check (WithBearerToken, or WithAccess's
+// root token: issued tokens are refused), for routes the owner serves beside the API, such
+// as the committer's.
 func (s *Server) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.tokenSet && !s.authorized(r) {
+		if (s.opts.tokenSet && !s.authorized(r)) || (s.opts.access != nil && !s.opts.access.IsRoot(bearer(r))) {
 			writeError(w, &s2api.Error{Code: s2api.CodeAuthn, Message: "missing or invalid bearer token"})
 			return
 		}

@@ -3,16 +3,17 @@ package server
 import (
 	"net/http"
 
+	"github.com/sluice-dev/sluice/access"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
 func (s *Server) listStreams(q *request) {
 	lr, ok := listRequest(q)
-	if !ok {
+	if !ok || !scopeStreamList(q, &lr) {
 		return
 	}
 	resp, err := s.b.ListStreams(q.ctx, q.basin, lr)
-	resp.Streams = nonNil(resp.Streams)
+	resp.Streams = nonNil(scopeStreams(q, resp.Streams))
 	reply(q, http.StatusOK, resp, err)
 }
 
@@ -23,6 +24,11 @@ func (s *Server) createStreamBody(q *request, body []byte) {
 	if failed(q, decodeJSON(body, &req)) || failed(q, s2api.ValidateStreamName(req.Stream)) {
 		return
 	}
+	req.Stream = q.principal.StreamName(req.Stream)
+	if failed(q, s2api.ValidateStreamName(req.Stream)) ||
+		s.denied(q, q.principal.CheckStream(access.CreateStream, q.basin, req.Stream)) {
+		return
+	}
 	cfg := s2api.StreamConfig{}
 	if req.Config != nil {
 		if failed(q, req.Config.Validate()) {
@@ -31,6 +37,7 @@ func (s *Server) createStreamBody(q *request, body []byte) {
 		cfg = *req.Config
 	}
 	info, err := s.b.CreateStream(q.ctx, q.basin, req.Stream, cfg)
+	info.Name = q.principal.Relative(info.Name)
 	reply(q, http.StatusCreated, info, err)
 }
 
@@ -45,7 +52,9 @@ func (s *Server) ensureStream(q *request) {
 	if failed(q, err) {
 		return
 	}
-	if info, err := s.b.CreateStream(q.ctx, q.basin, q.name, cfg); ensureCreated(q, info, err) {
+	info, err := s.b.CreateStream(q.ctx, q.basin, q.name, cfg)
+	info.Name = q.principal.Relative(info.Name)
+	if ensureCreated(q, info, err) {
 		return
 	}
 	before, err := s.b.GetStreamConfig(q.ctx, q.basin, q.name)
@@ -62,10 +71,11 @@ func (s *Server) ensureStream(q *request) {
 	if failed(q, err) {
 		return
 	}
-	info, err := s.streamInfo(q)
+	info, err = s.streamInfo(q)
 	if failed(q, err) {
 		return
 	}
+	info.Name = q.principal.Relative(info.Name)
 	q.w.Header().Set(hdrProvisionResult, provisionResult(before, after))
 	writeJSON(q.w, http.StatusOK, info)
 }

@@ -52,7 +52,10 @@ A 5xx answer hides its cause from the client (it may name keys, the bucket, requ
 the cause goes to the log, at error for a 500, at warn for a 503.
 
 With --auth-token (or SLUICE_AUTH_TOKEN) every API call must carry
-"Authorization: Bearer <token>"; /health and /metrics stay open.
+"Authorization: Bearer <token>": the auth token (the root token, which may do
+everything) or an access token issued with it through S2's /v1/access-tokens routes,
+scoped to basins, streams and operations (docs/access.md). /health and /metrics stay
+open.
 
 It shuts down cleanly on SIGINT or SIGTERM: it stops accepting calls, ends open sessions
 (a live read ends with a retryable 503 unavailable, so a client does not take it as done),

@@ -1,0 +1,409 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/access"
+	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/engine"
+	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/s2api"
+	"github.com/sluice-dev/sluice/server"
+)
+
+const (
+	rootToken = "root-token-for-tests"
+	basin     = "orders-prod"
+	otherB    = "orders-test"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *fakeClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// daemon is a server with access tokens over an engine, on a store it may share.
+type daemon struct {
+	url string
+	reg *prometheus.Registry
+}
+
+func startDaemon(t *testing.T, st objectstore.Store, clock *fakeClock) *daemon {
+	t.Helper()
+	cfg := engine.DefaultConfig()
+	cfg.Store = st
+	cfg.LagInterval = 0
+	eng, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := access.New(st, rootToken, access.WithClock(clock.now), access.WithRefreshInterval(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(eng.S2(), server.WithAccess(az), server.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		_ = srv.Close()
+		_ = eng.Close(context.Background())
+	})
+	return &daemon{url: ts.URL, reg: reg}
+}
+
+type answer struct {
+	status int
+	body   string
+}
+
+func (d *daemon) call(t *testing.T, token, method, path, basinHdr string, body any) answer {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, d.url+"/v1"+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if basinHdr != "" {
+		req.Header.Set("S2-Basin", basinHdr)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, string(b)}
+}
+
+func (d *daemon) must(t *testing.T, what string, a answer, status int) answer {
+	t.Helper()
+	if a.status != status {
+		t.Fatalf("%s: %d %s, want %d", what, a.status, a.body, status)
+	}
+	return a
+}
+
+func (d *daemon) issue(t *testing.T, by string, req s2api.IssueAccessTokenRequest) string {
+	t.Helper()
+	a := d.must(t, "issue "+req.ID, d.call(t, by, "POST", "/access-tokens", "", req), 201)
+	var resp s2api.IssueAccessTokenResponse
+	if err := json.Unmarshal([]byte(a.body), &resp); err != nil || resp.AccessToken == "" {
+		t.Fatalf("issue: %s %v", a.body, err)
+	}
+	return resp.AccessToken
+}
+
+func rs(kind, name string) *s2api.ResourceSet {
+	if kind == "exact" {
+		return &s2api.ResourceSet{Exact: &name}
+	}
+	return &s2api.ResourceSet{Prefix: &name}
+}
+
+func appendBody(records ...batchfmt.Record) string {
+	var parts []string
+	for _, r := range records {
+		if r.IsCommand() {
+			parts = append(parts, `{"headers":[["",`+jsonStr(string(r.Headers[0].Value))+`]],"body":`+jsonStr(string(r.Body))+`}`)
+		} else {
+			parts = append(parts, `{"body":`+jsonStr(string(r.Body))+`}`)
+		}
+	}
+	return `{"records":[` + strings.Join(parts, ",") + `]}`
+}
+
+func jsonStr(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// setup creates the basins and a few streams as root.
+func setup(t *testing.T, d *daemon) {
+	t.Helper()
+	for _, b := range []string{basin, otherB} {
+		d.must(t, "create basin", d.call(t, rootToken, "POST", "/basins", "", map[string]any{"basin": b}), 201)
+		for _, s := range []string{"svc-a/events", "svc-b/events"} {
+			d.must(t, "create stream", d.call(t, rootToken, "POST", "/streams", b, map[string]any{"stream": s}), 201)
+			d.must(t, "append", d.call(t, rootToken, "POST", "/streams/"+escape(s)+"/records", b, appendBody(batchfmt.Record{Body: []byte("x")})), 200)
+		}
+	}
+}
+
+func escape(s string) string { return strings.ReplaceAll(s, "/", "%2F") }
+
+func refusals(t *testing.T, d *daemon, reason access.Reason) float64 {
+	t.Helper()
+	mfs, err := d.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_api_access_refusals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == string(reason) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no refusal metric for %s", reason)
+	return 0
+}
+
+func TestReadOnlyTokenReadsItsBasinAndIsRefusedWrites(t *testing.T) {
+	st := objectstore.NewMemStore()
+	d := startDaemon(t, st, &fakeClock{t: time.Now()})
+	setup(t, d)
+	ro := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "dashboard", Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", ""),
+		OpGroups: &s2api.PermittedOperationGroups{Basin: &s2api.ReadWritePermissions{Read: true}, Stream: &s2api.ReadWritePermissions{Read: true}},
+	}})
+	s := "/streams/svc-a%2Fevents"
+	d.must(t, "read", d.call(t, ro, "GET", s+"/records?seq_num=0", basin, nil), 200)
+	d.must(t, "tail", d.call(t, ro, "GET", s+"/records/tail", basin, nil), 200)
+	d.must(t, "list streams", d.call(t, ro, "GET", "/streams", basin, nil), 200)
+	d.must(t, "config", d.call(t, ro, "GET", s, basin, nil), 200)
+	for _, c := range []struct {
+		what, method, path, basin string
+		body                      any
+	}{
+		{"append", "POST", s + "/records", basin, appendBody(batchfmt.Record{Body: []byte("y")})},
+		{"trim", "POST", s + "/records", basin, appendBody(batchfmt.TrimRecord(0))},
+		{"fence", "POST", s + "/records", basin, appendBody(batchfmt.FenceRecord("f"))},
+		{"create stream", "POST", "/streams", basin, map[string]any{"stream": "new"}},
+		{"delete stream", "DELETE", s, basin, nil},
+		{"reconfigure stream", "PATCH", s, basin, "{}"},
+		{"create basin", "POST", "/basins", "", map[string]any{"basin": "new-basin-1"}},
+		{"delete basin", "DELETE", "/basins/" + basin, "", nil},
+		{"read another basin", "GET", s + "/records?seq_num=0", otherB, nil},
+		{"issue a token", "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "x", Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Ops: []string{"read"}}}},
+		{"revoke a token", "DELETE", "/access-tokens/dashboard", "", nil},
+		{"list tokens", "GET", "/access-tokens", "", nil},
+	} {
+		a := d.call(t, ro, c.method, c.path, c.basin, c.body)
+		if a.status != 403 || !strings.Contains(a.body, `"code":"permission_denied"`) {
+			t.Errorf("%s: %d %s, want 403 permission_denied", c.what, a.status, a.body)
+		}
+	}
+	// The refused writes left the stream as it was.
+	a := d.must(t, "tail", d.call(t, rootToken, "GET", s+"/records/tail", basin, nil), 200)
+	if !strings.Contains(a.body, `"seq_num":1`) {
+		t.Errorf("tail after refused writes: %s", a.body)
+	}
+	if n := refusals(t, d, access.ReasonOperation) + refusals(t, d, access.ReasonResource); n != 12 {
+		t.Errorf("%v refusals counted, want 12", n)
+	}
+	for _, tok := range []string{"", "nonsense", ro + "x"} {
+		a := d.call(t, tok, "GET", s+"/records/tail", basin, nil)
+		if a.status != 401 || !strings.Contains(a.body, `"code":"authn"`) {
+			t.Errorf("token %q: %d %s", tok, a.status, a.body)
+		}
+	}
+	if refusals(t, d, access.ReasonNoToken) != 1 || refusals(t, d, access.ReasonUnknownToken) != 2 {
+		t.Error("authentication refusals not counted by reason")
+	}
+}
+
+func TestServiceTokenAppendsToItsStreamsAndNowhereElse(t *testing.T) {
+	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
+	setup(t, d)
+	svc := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc-a", Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"), Ops: []string{"append", "create-stream"},
+	}})
+	rec := appendBody(batchfmt.Record{Body: []byte("z")})
+	d.must(t, "append own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", basin, rec), 200)
+	d.must(t, "create own", d.call(t, svc, "POST", "/streams", basin, map[string]any{"stream": "svc-a/more"}), 201)
+	d.must(t, "append other stream", d.call(t, svc, "POST", "/streams/svc-b%2Fevents/records", basin, rec), 403)
+	d.must(t, "append other basin", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", otherB, rec), 403)
+	d.must(t, "create other", d.call(t, svc, "POST", "/streams", basin, map[string]any{"stream": "svc-b/more"}), 403)
+	d.must(t, "read own", d.call(t, svc, "GET", "/streams/svc-a%2Fevents/records", basin, nil), 403)
+	d.must(t, "trim own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", basin, appendBody(batchfmt.TrimRecord(1))), 403)
+	// Escalation through the API: the service may not issue, and root's issue of a scope
+	// wider than an issuer's is refused when that issuer asks.
+	issuer := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc-a-admin", Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"), AccessTokens: rs("prefix", "svc-a/"),
+		Ops: []string{"append", "issue-access-token"},
+	}})
+	d.must(t, "issue wider", d.call(t, issuer, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc-a/1",
+		Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Streams: rs("prefix", ""), Ops: []string{"append"}}}), 403)
+	d.must(t, "issue narrower", d.call(t, issuer, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc-a/2",
+		Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Streams: rs("exact", "svc-a/events"), Ops: []string{"append"}}}), 201)
+	if refusals(t, d, access.ReasonEscalation) != 1 {
+		t.Error("escalation not counted")
+	}
+}
+
+func TestListingTokensNeverShowsASecret(t *testing.T) {
+	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
+	secret := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc/a", Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
+	a := d.must(t, "list", d.call(t, rootToken, "GET", "/access-tokens", "", nil), 200)
+	var resp s2api.ListAccessTokensResponse
+	if err := json.Unmarshal([]byte(a.body), &resp); err != nil || len(resp.AccessTokens) != 1 || resp.AccessTokens[0].ID != "svc/a" {
+		t.Fatalf("list: %s %v", a.body, err)
+	}
+	random := secret[strings.LastIndexByte(secret, '.')+1:]
+	if strings.Contains(a.body, random) {
+		t.Errorf("the listing holds the secret: %s", a.body)
+	}
+	d.must(t, "duplicate", d.call(t, rootToken, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc/a",
+		Scope: s2api.AccessTokenScope{Ops: []string{"list-basins"}}}), 409)
+	d.must(t, "revoke", d.call(t, rootToken, "DELETE", "/access-tokens/svc%2Fa", "", nil), 204)
+	d.must(t, "revoked", d.call(t, secret, "GET", "/basins", "", nil), 401)
+}
+
+func TestAutoPrefixedTokenSeesRelativeStreamNames(t *testing.T) {
+	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
+	setup(t, d)
+	yes := true
+	tenant := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "tenant", AutoPrefixStreams: &yes, Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"),
+		OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true, Write: true}}, Ops: []string{"list-streams"},
+	}})
+	a := d.must(t, "create", d.call(t, tenant, "POST", "/streams", basin, map[string]any{"stream": "logs"}), 201)
+	if !strings.Contains(a.body, `"name":"logs"`) {
+		t.Errorf("created: %s", a.body)
+	}
+	d.must(t, "append", d.call(t, tenant, "POST", "/streams/events/records", basin, appendBody(batchfmt.Record{Body: []byte("q")})), 200)
+	a = d.must(t, "list", d.call(t, tenant, "GET", "/streams", basin, nil), 200)
+	var l s2api.ListStreamsResponse
+	if err := json.Unmarshal([]byte(a.body), &l); err != nil || len(l.Streams) != 2 || l.Streams[0].Name != "events" || l.Streams[1].Name != "logs" {
+		t.Errorf("tenant's listing: %s %v", a.body, err)
+	}
+	a = d.must(t, "root tail", d.call(t, rootToken, "GET", "/streams/svc-a%2Fevents/records/tail", basin, nil), 200)
+	if !strings.Contains(a.body, `"seq_num":2`) {
+		t.Errorf("the tenant's append did not land in svc-a/events: %s", a.body)
+	}
+	d.must(t, "root sees the full name", d.call(t, rootToken, "GET", "/streams/svc-a%2Flogs", basin, nil), 200)
+}
+
+func TestExpiredTokenIsRefused(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	d := startDaemon(t, objectstore.NewMemStore(), clock)
+	exp := clock.now().Add(time.Hour)
+	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "short", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
+	d.must(t, "before expiry", d.call(t, tok, "GET", "/basins", "", nil), 200)
+	clock.advance(time.Hour)
+	a := d.must(t, "after expiry", d.call(t, tok, "GET", "/basins", "", nil), 401)
+	if !strings.Contains(a.body, "expired") || refusals(t, d, access.ReasonExpired) != 1 {
+		t.Errorf("expired: %s", a.body)
+	}
+}
+
+func TestTwoDaemonsOnOneStoreSeeARevocation(t *testing.T) {
+	st := objectstore.NewMemStore()
+	clock := &fakeClock{t: time.Now()}
+	d1, d2 := startDaemon(t, st, clock), startDaemon(t, st, clock)
+	tok := d1.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "shared", Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
+	d2.must(t, "d2 before", d2.call(t, tok, "GET", "/basins", "", nil), 200)
+	d1.must(t, "revoke on d1", d1.call(t, rootToken, "DELETE", "/access-tokens/shared", "", nil), 204)
+	d1.must(t, "d1 after", d1.call(t, tok, "GET", "/basins", "", nil), 401)
+	clock.advance(2 * time.Second) // d2's refresh interval
+	a := d2.must(t, "d2 after the refresh interval", d2.call(t, tok, "GET", "/basins", "", nil), 401)
+	if !strings.Contains(a.body, "revoked") {
+		t.Errorf("d2: %s", a.body)
+	}
+}
+
+func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
+	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
+	setup(t, d)
+	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "session", Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"),
+		OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true, Write: true}},
+	}})
+	open := func(hdr map[string]string, body io.Reader, method string) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), method, d.url+"/v1/streams/svc-a%2Fevents/records", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("S2-Basin", basin)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		if res.StatusCode != 200 {
+			t.Fatalf("open session: %d", res.StatusCode)
+		}
+		return res
+	}
+	// An SSE read session following the stream, and an S2S append session.
+	sse := open(map[string]string{"Accept": "text/event-stream"}, nil, "GET")
+	events := s2api.NewSSEReader(sse.Body, 1<<20)
+	if ev, err := events.Next(); err != nil || ev.Event != "batch" {
+		t.Fatalf("first event: %+v %v", ev, err)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	app := open(map[string]string{"Content-Type": "s2s/proto"}, pr, "POST")
+	frames := s2api.NewFrameReader(app.Body, 0)
+	in := batchfmt.AppendInput{Records: []batchfmt.Record{{Body: []byte("s")}}}
+	f, _ := s2api.AppendFrame(nil, s2api.Frame{Body: s2api.AppendAppendInputProto(nil, &in)})
+	if _, err := pw.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	if fr, err := frames.Next(); err != nil || fr.Terminal {
+		t.Fatalf("ack: %+v %v", fr, err)
+	}
+
+	d.must(t, "revoke", d.call(t, rootToken, "DELETE", "/access-tokens/session", "", nil), 204)
+
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			t.Fatalf("the SSE session ended without an error event: %v", err)
+		}
+		if ev.Event == "error" {
+			if !strings.Contains(ev.Data, "authn") {
+				t.Errorf("error event: %s", ev.Data)
+			}
+			break
+		}
+	}
+	if _, err := events.Next(); err != io.EOF {
+		t.Errorf("after the error event: %v", err)
+	}
+	fr, err := frames.Next()
+	if err != nil || !fr.Terminal || fr.Status != 401 || !strings.Contains(string(fr.Body), "revoked") {
+		t.Fatalf("append session's last frame: %+v %s %v", fr, fr.Body, err)
+	}
+	if n := refusals(t, d, access.ReasonRevoked); n != 2 {
+		t.Errorf("%v revocations counted, want 2", n)
+	}
+}
