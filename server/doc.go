@@ -28,6 +28,23 @@
 //	                                     unary read, JSON or (Accept) protobuf; 200 ReadBatch
 //	                                     Accept text/event-stream: SSE read session
 //	                                     Content-Type s2s/proto: S2S read session
+//	GET    /access-tokens?prefix&start_after&limit                    200 {access_tokens,has_more}
+//	POST   /access-tokens                issue access token           201 {access_token}
+//	DELETE /access-tokens/{id}           revoke access token          204
+//
+// # Access
+//
+// With WithAccess, every call carries a bearer token: the root token, or one issued through
+// the /access-tokens routes (see package access). Before its handler runs, a call's
+// operation (one per route and method; an append needs append, trim or fence for each of its
+// records) is checked against the token's scope on the basin, stream or token id it names;
+// names in bodies are checked where they are decoded, and listings show only what the scope
+// matches. auto_prefix_streams adds the scope's stream prefix to stream names and strips it
+// from answers. A refusal is 401 authn (no, unknown, revoked or expired token) or 403
+// permission_denied, counted in sluice_api_access_refusals_total{reason}. A call still
+// running when its token is revoked or expires (a session, a long poll) ends with that
+// refusal: a terminal frame, an SSE error event, or the unary answer. WithBearerToken
+// instead grants its one token everything.
 //
 // Errors before a session starts are HTTP statuses with S2's bodies (s2api.ErrorResponse).
 // Once an S2S session has started, an error is a terminal frame (status + JSON body); once an
