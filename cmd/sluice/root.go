@@ -60,6 +60,7 @@ Store URLs:
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
 	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newBasinCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGroupsCmd(g), newGCCmd(g))
+	root.AddCommand(newTokenCmd())
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newBenchCmd(g))
 	root.Version = buildVersion()
