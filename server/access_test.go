@@ -407,3 +407,53 @@ func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
 		t.Errorf("%v revocations counted, want 2", n)
 	}
 }
+
+// A session's token that expires while it runs ends the session. The authorizer's clock runs
+// an hour behind the wall clock, so the token is valid when the session opens and its expiry
+// is already past for the session's timer: no waiting. (The timer may also fire before the
+// session's first write, and the refusal is then its answer.)
+func TestSessionEndsWhenItsTokenExpires(t *testing.T) {
+	clock := &fakeClock{t: time.Now().Add(-time.Hour)}
+	d := startDaemon(t, objectstore.NewMemStore(), clock)
+	setup(t, d)
+	exp := clock.now().Add(30 * time.Minute)
+	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "expiring", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{
+		Basins: rs("exact", basin), Streams: rs("prefix", ""), OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true}},
+	}})
+	req, err := http.NewRequestWithContext(t.Context(), "GET", d.url+"/v1/streams/svc-a%2Fevents/records", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("S2-Basin", basin)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		// The timer may fire before the session's first write: then the refusal is the answer.
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 401 || !strings.Contains(string(b), "expired") {
+			t.Fatalf("open: %d %s", res.StatusCode, b)
+		}
+		return
+	}
+	events := s2api.NewSSEReader(res.Body, 1<<20)
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			t.Fatalf("the session ended without an error event: %v", err)
+		}
+		if ev.Event == "error" {
+			if !strings.Contains(ev.Data, "expired") {
+				t.Errorf("error event: %s", ev.Data)
+			}
+			break
+		}
+	}
+	if n := refusals(t, d, access.ReasonExpired); n != 1 {
+		t.Errorf("%v expiries counted, want 1", n)
+	}
+}

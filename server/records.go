@@ -315,9 +315,6 @@ func (s *Server) unaryRead(q *request, req s2api.ReadRequest) {
 			err = err2
 		}
 	}
-	if aerr := s.endedByAccess(q); aerr != nil {
-		err = aerr
-	}
 	if err != nil {
 		writeError(q.w, err)
 		return

@@ -189,6 +189,9 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	err    error
+	// ended, if set, gives the error to send instead of a cancellation that ended the call
+	// (a revoked or expired token's refusal).
+	ended func() error
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -263,6 +266,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.guard(req)()
+	sw.ended = func() error { return s.endedByAccess(req) }
 	s.dispatch(req)
 }
 
@@ -304,8 +308,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError sends err as S2 does (see s2api.ErrorResponse). ServeHTTP logs it if it is a
 // 5xx (see logFailure).
 func writeError(w http.ResponseWriter, err error) {
+	sw, _ := w.(*statusWriter)
+	if sw != nil && sw.ended != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		if e := sw.ended(); e != nil {
+			err = e
+		}
+	}
 	status, body := s2api.ErrorResponse(err)
-	if sw, ok := w.(*statusWriter); ok {
+	if sw != nil {
 		sw.err = err
 	}
 	w.Header().Set("Content-Type", "application/json")
