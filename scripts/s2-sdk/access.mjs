@@ -1,7 +1,8 @@
 // Access-token check through S2's own TypeScript SDK: against a sluice server started with
 // `--auth-token ROOT` (S2_ACCOUNT_ENDPOINT / S2_BASIN_ENDPOINT name it, S2_ACCESS_TOKEN is
-// ROOT), the root token issues scoped tokens, and each is held to its scope. Prints one line
-// per check and a closing "N passed, M failed" line; exits 1 if any check failed.
+// ROOT), the root token issues scoped tokens, and each is held to its scope; live sessions
+// end when their token is revoked. Prints one line per check and a closing "N passed, M
+// failed" line; exits 1 if any check failed.
 import { AppendInput, AppendRecord, S2, S2Error } from "@s2-dev/streamstore";
 
 const account = process.env.S2_ACCOUNT_ENDPOINT;
@@ -160,6 +161,36 @@ await check("a revoked token is refused", async () => {
   const svc = client(secrets["svc-a"]).basin(basinName).stream("svc-a/events");
   await s2.accessTokens.revoke({ id: "svc-a" });
   await refused(() => svc.append(rec("after revoke")), 401, "authn", "append after revoke");
+});
+
+await check("live sessions end when their token is revoked", async () => {
+  const iters = {};
+  for (const transport of ["s2s", "fetch"]) {
+    const id = `watcher-${transport}`;
+    const { accessToken } = await s2.accessTokens.issue({
+      id,
+      scope: { basins: { exact: basinName }, streams: { prefix: "svc-a/" }, ops: ["read"] },
+    });
+    const st = client(accessToken).basin(basinName).stream("svc-a/events", { forceTransport: transport });
+    const it = (await st.readSession({ start: { from: { seqNum: 0 } } }))[Symbol.asyncIterator]();
+    const first = await it.next();
+    assert(!first.done && first.value.body === "seed", `${transport}: first ${JSON.stringify(first.value)}`);
+    iters[transport] = it;
+  }
+  for (const transport of ["s2s", "fetch"]) await s2.accessTokens.revoke({ id: `watcher-${transport}` });
+  for (const [transport, it] of Object.entries(iters)) {
+    let ended;
+    try {
+      for (;;) {
+        const r = await it.next();
+        if (r.done) break;
+      }
+      ended = "the session ended without an error";
+    } catch (err) {
+      ended = err;
+    }
+    assert(ended instanceof S2Error && ended.status === 401, `${transport}: ended with ${ended?.status ?? ""} ${ended?.message ?? ended}`);
+  }
 });
 
 await check("an expired token is refused", async () => {
