@@ -49,7 +49,7 @@ func TestAccessTokensThroughS2SDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	az, err := access.New(st, rootToken)
+	az, err := access.New(st, accessRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAccessTokensThroughS2SDK(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "access.mjs")
 	cmd.Dir = dir
 	url := "http://" + ln.Addr().String()
-	cmd.Env = append(os.Environ(), "S2_ACCOUNT_ENDPOINT="+url, "S2_BASIN_ENDPOINT="+url, "S2_ACCESS_TOKEN="+rootToken)
+	cmd.Env = append(os.Environ(), "S2_ACCOUNT_ENDPOINT="+url, "S2_BASIN_ENDPOINT="+url, "S2_ACCESS_TOKEN="+accessRoot)
 	out, err := cmd.CombinedOutput()
 	t.Logf("access.mjs output:\n%s", out)
 	if err != nil {

@@ -23,27 +23,27 @@ import (
 )
 
 const (
-	rootToken = "root-token-for-tests"
-	basin     = "orders-prod"
-	otherB    = "orders-test"
+	accessRoot       = "root-token-for-tests"
+	accessBasin      = "orders-prod"
+	accessOtherBasin = "orders-test"
 )
 
-type fakeClock struct {
+type accessClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *accessClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
-func (c *fakeClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func (c *accessClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-// daemon is a server with access tokens over an engine, on a store it may share.
-type daemon struct {
+// accessDaemon is a server with access tokens over an engine, on a store it may share.
+type accessDaemon struct {
 	url string
 	reg *prometheus.Registry
 }
 
-func startDaemon(t *testing.T, st objectstore.Store, clock *fakeClock) *daemon {
+func startAccessDaemon(t *testing.T, st objectstore.Store, clock *accessClock) *accessDaemon {
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.Store = st
@@ -52,7 +52,7 @@ func startDaemon(t *testing.T, st objectstore.Store, clock *fakeClock) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	az, err := access.New(st, rootToken, access.WithClock(clock.now), access.WithRefreshInterval(2*time.Second))
+	az, err := access.New(st, accessRoot, access.WithClock(clock.now), access.WithRefreshInterval(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,15 +67,15 @@ func startDaemon(t *testing.T, st objectstore.Store, clock *fakeClock) *daemon {
 		_ = srv.Close()
 		_ = eng.Close(context.Background())
 	})
-	return &daemon{url: ts.URL, reg: reg}
+	return &accessDaemon{url: ts.URL, reg: reg}
 }
 
-type answer struct {
+type accessAnswer struct {
 	status int
 	body   string
 }
 
-func (d *daemon) call(t *testing.T, token, method, path, basinHdr string, body any) answer {
+func (d *accessDaemon) call(t *testing.T, token, method, path, basinHdr string, body any) accessAnswer {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -106,10 +106,10 @@ func (d *daemon) call(t *testing.T, token, method, path, basinHdr string, body a
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return answer{res.StatusCode, string(b)}
+	return accessAnswer{res.StatusCode, string(b)}
 }
 
-func (d *daemon) must(t *testing.T, what string, a answer, status int) answer {
+func (d *accessDaemon) must(t *testing.T, what string, a accessAnswer, status int) accessAnswer {
 	t.Helper()
 	if a.status != status {
 		t.Fatalf("%s: %d %s, want %d", what, a.status, a.body, status)
@@ -117,7 +117,7 @@ func (d *daemon) must(t *testing.T, what string, a answer, status int) answer {
 	return a
 }
 
-func (d *daemon) issue(t *testing.T, by string, req s2api.IssueAccessTokenRequest) string {
+func (d *accessDaemon) issue(t *testing.T, by string, req s2api.IssueAccessTokenRequest) string {
 	t.Helper()
 	a := d.must(t, "issue "+req.ID, d.call(t, by, "POST", "/access-tokens", "", req), 201)
 	var resp s2api.IssueAccessTokenResponse
@@ -127,42 +127,42 @@ func (d *daemon) issue(t *testing.T, by string, req s2api.IssueAccessTokenReques
 	return resp.AccessToken
 }
 
-func rs(kind, name string) *s2api.ResourceSet {
+func resourceSet(kind, name string) *s2api.ResourceSet {
 	if kind == "exact" {
 		return &s2api.ResourceSet{Exact: &name}
 	}
 	return &s2api.ResourceSet{Prefix: &name}
 }
 
-func appendBody(records ...batchfmt.Record) string {
+func appendJSON(records ...batchfmt.Record) string {
 	var parts []string
 	for _, r := range records {
 		if r.IsCommand() {
-			parts = append(parts, `{"headers":[["",`+jsonStr(string(r.Headers[0].Value))+`]],"body":`+jsonStr(string(r.Body))+`}`)
+			parts = append(parts, `{"headers":[["",`+jsonString(string(r.Headers[0].Value))+`]],"body":`+jsonString(string(r.Body))+`}`)
 		} else {
-			parts = append(parts, `{"body":`+jsonStr(string(r.Body))+`}`)
+			parts = append(parts, `{"body":`+jsonString(string(r.Body))+`}`)
 		}
 	}
 	return `{"records":[` + strings.Join(parts, ",") + `]}`
 }
 
-func jsonStr(s string) string { b, _ := json.Marshal(s); return string(b) }
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // setup creates the basins and a few streams as root.
-func setup(t *testing.T, d *daemon) {
+func setupAccess(t *testing.T, d *accessDaemon) {
 	t.Helper()
-	for _, b := range []string{basin, otherB} {
-		d.must(t, "create basin", d.call(t, rootToken, "POST", "/basins", "", map[string]any{"basin": b}), 201)
+	for _, b := range []string{accessBasin, accessOtherBasin} {
+		d.must(t, "create basin", d.call(t, accessRoot, "POST", "/basins", "", map[string]any{"basin": b}), 201)
 		for _, s := range []string{"svc-a/events", "svc-b/events"} {
-			d.must(t, "create stream", d.call(t, rootToken, "POST", "/streams", b, map[string]any{"stream": s}), 201)
-			d.must(t, "append", d.call(t, rootToken, "POST", "/streams/"+escape(s)+"/records", b, appendBody(batchfmt.Record{Body: []byte("x")})), 200)
+			d.must(t, "create stream", d.call(t, accessRoot, "POST", "/streams", b, map[string]any{"stream": s}), 201)
+			d.must(t, "append", d.call(t, accessRoot, "POST", "/streams/"+escapeName(s)+"/records", b, appendJSON(batchfmt.Record{Body: []byte("x")})), 200)
 		}
 	}
 }
 
-func escape(s string) string { return strings.ReplaceAll(s, "/", "%2F") }
+func escapeName(s string) string { return strings.ReplaceAll(s, "/", "%2F") }
 
-func refusals(t *testing.T, d *daemon, reason access.Reason) float64 {
+func refusalCount(t *testing.T, d *accessDaemon, reason access.Reason) float64 {
 	t.Helper()
 	mfs, err := d.reg.Gather()
 	if err != nil {
@@ -184,91 +184,91 @@ func refusals(t *testing.T, d *daemon, reason access.Reason) float64 {
 
 func TestReadOnlyTokenReadsItsBasinAndIsRefusedWrites(t *testing.T) {
 	st := objectstore.NewMemStore()
-	d := startDaemon(t, st, &fakeClock{t: time.Now()})
-	setup(t, d)
-	ro := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "dashboard", Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", ""),
+	d := startAccessDaemon(t, st, &accessClock{t: time.Now()})
+	setupAccess(t, d)
+	ro := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "dashboard", Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", ""),
 		OpGroups: &s2api.PermittedOperationGroups{Basin: &s2api.ReadWritePermissions{Read: true}, Stream: &s2api.ReadWritePermissions{Read: true}},
 	}})
 	s := "/streams/svc-a%2Fevents"
-	d.must(t, "read", d.call(t, ro, "GET", s+"/records?seq_num=0", basin, nil), 200)
-	d.must(t, "tail", d.call(t, ro, "GET", s+"/records/tail", basin, nil), 200)
-	d.must(t, "list streams", d.call(t, ro, "GET", "/streams", basin, nil), 200)
-	d.must(t, "config", d.call(t, ro, "GET", s, basin, nil), 200)
+	d.must(t, "read", d.call(t, ro, "GET", s+"/records?seq_num=0", accessBasin, nil), 200)
+	d.must(t, "tail", d.call(t, ro, "GET", s+"/records/tail", accessBasin, nil), 200)
+	d.must(t, "list streams", d.call(t, ro, "GET", "/streams", accessBasin, nil), 200)
+	d.must(t, "config", d.call(t, ro, "GET", s, accessBasin, nil), 200)
 	for _, c := range []struct {
-		what, method, path, basin string
-		body                      any
+		what, method, path, hdrBasin string
+		body                         any
 	}{
-		{"append", "POST", s + "/records", basin, appendBody(batchfmt.Record{Body: []byte("y")})},
-		{"trim", "POST", s + "/records", basin, appendBody(batchfmt.TrimRecord(0))},
-		{"fence", "POST", s + "/records", basin, appendBody(batchfmt.FenceRecord("f"))},
-		{"create stream", "POST", "/streams", basin, map[string]any{"stream": "new"}},
-		{"delete stream", "DELETE", s, basin, nil},
-		{"reconfigure stream", "PATCH", s, basin, "{}"},
-		{"create basin", "POST", "/basins", "", map[string]any{"basin": "new-basin-1"}},
-		{"delete basin", "DELETE", "/basins/" + basin, "", nil},
-		{"read another basin", "GET", s + "/records?seq_num=0", otherB, nil},
-		{"issue a token", "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "x", Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Ops: []string{"read"}}}},
+		{"append", "POST", s + "/records", accessBasin, appendJSON(batchfmt.Record{Body: []byte("y")})},
+		{"trim", "POST", s + "/records", accessBasin, appendJSON(batchfmt.TrimRecord(0))},
+		{"fence", "POST", s + "/records", accessBasin, appendJSON(batchfmt.FenceRecord("f"))},
+		{"create stream", "POST", "/streams", accessBasin, map[string]any{"stream": "new"}},
+		{"delete stream", "DELETE", s, accessBasin, nil},
+		{"reconfigure stream", "PATCH", s, accessBasin, "{}"},
+		{"create basin", "POST", "/basins", "", map[string]any{"basin": "new-accessBasin-1"}},
+		{"delete basin", "DELETE", "/basins/" + accessBasin, "", nil},
+		{"read another basin", "GET", s + "/records?seq_num=0", accessOtherBasin, nil},
+		{"issue a token", "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "x", Scope: s2api.AccessTokenScope{Basins: resourceSet("exact", accessBasin), Ops: []string{"read"}}}},
 		{"revoke a token", "DELETE", "/access-tokens/dashboard", "", nil},
 		{"list tokens", "GET", "/access-tokens", "", nil},
 	} {
-		a := d.call(t, ro, c.method, c.path, c.basin, c.body)
+		a := d.call(t, ro, c.method, c.path, c.hdrBasin, c.body)
 		if a.status != 403 || !strings.Contains(a.body, `"code":"permission_denied"`) {
 			t.Errorf("%s: %d %s, want 403 permission_denied", c.what, a.status, a.body)
 		}
 	}
 	// The refused writes left the stream as it was.
-	a := d.must(t, "tail", d.call(t, rootToken, "GET", s+"/records/tail", basin, nil), 200)
+	a := d.must(t, "tail", d.call(t, accessRoot, "GET", s+"/records/tail", accessBasin, nil), 200)
 	if !strings.Contains(a.body, `"seq_num":1`) {
 		t.Errorf("tail after refused writes: %s", a.body)
 	}
-	if n := refusals(t, d, access.ReasonOperation) + refusals(t, d, access.ReasonResource); n != 12 {
+	if n := refusalCount(t, d, access.ReasonOperation) + refusalCount(t, d, access.ReasonResource); n != 12 {
 		t.Errorf("%v refusals counted, want 12", n)
 	}
 	for _, tok := range []string{"", "nonsense", ro + "x"} {
-		a := d.call(t, tok, "GET", s+"/records/tail", basin, nil)
+		a := d.call(t, tok, "GET", s+"/records/tail", accessBasin, nil)
 		if a.status != 401 || !strings.Contains(a.body, `"code":"authn"`) {
 			t.Errorf("token %q: %d %s", tok, a.status, a.body)
 		}
 	}
-	if refusals(t, d, access.ReasonNoToken) != 1 || refusals(t, d, access.ReasonUnknownToken) != 2 {
+	if refusalCount(t, d, access.ReasonNoToken) != 1 || refusalCount(t, d, access.ReasonUnknownToken) != 2 {
 		t.Error("authentication refusals not counted by reason")
 	}
 }
 
 func TestServiceTokenAppendsToItsStreamsAndNowhereElse(t *testing.T) {
-	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
-	setup(t, d)
-	svc := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc-a", Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"), Ops: []string{"append", "create-stream"},
+	d := startAccessDaemon(t, objectstore.NewMemStore(), &accessClock{t: time.Now()})
+	setupAccess(t, d)
+	svc := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "svc-a", Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", "svc-a/"), Ops: []string{"append", "create-stream"},
 	}})
-	rec := appendBody(batchfmt.Record{Body: []byte("z")})
-	d.must(t, "append own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", basin, rec), 200)
-	d.must(t, "create own", d.call(t, svc, "POST", "/streams", basin, map[string]any{"stream": "svc-a/more"}), 201)
-	d.must(t, "append other stream", d.call(t, svc, "POST", "/streams/svc-b%2Fevents/records", basin, rec), 403)
-	d.must(t, "append other basin", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", otherB, rec), 403)
-	d.must(t, "create other", d.call(t, svc, "POST", "/streams", basin, map[string]any{"stream": "svc-b/more"}), 403)
-	d.must(t, "read own", d.call(t, svc, "GET", "/streams/svc-a%2Fevents/records", basin, nil), 403)
-	d.must(t, "trim own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", basin, appendBody(batchfmt.TrimRecord(1))), 403)
+	rec := appendJSON(batchfmt.Record{Body: []byte("z")})
+	d.must(t, "append own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", accessBasin, rec), 200)
+	d.must(t, "create own", d.call(t, svc, "POST", "/streams", accessBasin, map[string]any{"stream": "svc-a/more"}), 201)
+	d.must(t, "append other stream", d.call(t, svc, "POST", "/streams/svc-b%2Fevents/records", accessBasin, rec), 403)
+	d.must(t, "append other basin", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", accessOtherBasin, rec), 403)
+	d.must(t, "create other", d.call(t, svc, "POST", "/streams", accessBasin, map[string]any{"stream": "svc-b/more"}), 403)
+	d.must(t, "read own", d.call(t, svc, "GET", "/streams/svc-a%2Fevents/records", accessBasin, nil), 403)
+	d.must(t, "trim own", d.call(t, svc, "POST", "/streams/svc-a%2Fevents/records", accessBasin, appendJSON(batchfmt.TrimRecord(1))), 403)
 	// Escalation through the API: the service may not issue, and root's issue of a scope
 	// wider than an issuer's is refused when that issuer asks.
-	issuer := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc-a-admin", Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"), AccessTokens: rs("prefix", "svc-a/"),
+	issuer := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "svc-a-admin", Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", "svc-a/"), AccessTokens: resourceSet("prefix", "svc-a/"),
 		Ops: []string{"append", "issue-access-token"},
 	}})
 	d.must(t, "issue wider", d.call(t, issuer, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc-a/1",
-		Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Streams: rs("prefix", ""), Ops: []string{"append"}}}), 403)
+		Scope: s2api.AccessTokenScope{Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", ""), Ops: []string{"append"}}}), 403)
 	d.must(t, "issue narrower", d.call(t, issuer, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc-a/2",
-		Scope: s2api.AccessTokenScope{Basins: rs("exact", basin), Streams: rs("exact", "svc-a/events"), Ops: []string{"append"}}}), 201)
-	if refusals(t, d, access.ReasonEscalation) != 1 {
+		Scope: s2api.AccessTokenScope{Basins: resourceSet("exact", accessBasin), Streams: resourceSet("exact", "svc-a/events"), Ops: []string{"append"}}}), 201)
+	if refusalCount(t, d, access.ReasonEscalation) != 1 {
 		t.Error("escalation not counted")
 	}
 }
 
 func TestListingTokensNeverShowsASecret(t *testing.T) {
-	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
-	secret := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "svc/a", Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
-	a := d.must(t, "list", d.call(t, rootToken, "GET", "/access-tokens", "", nil), 200)
+	d := startAccessDaemon(t, objectstore.NewMemStore(), &accessClock{t: time.Now()})
+	secret := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "svc/a", Scope: s2api.AccessTokenScope{Basins: resourceSet("prefix", ""), Ops: []string{"list-basins"}}})
+	a := d.must(t, "list", d.call(t, accessRoot, "GET", "/access-tokens", "", nil), 200)
 	var resp s2api.ListAccessTokensResponse
 	if err := json.Unmarshal([]byte(a.body), &resp); err != nil || len(resp.AccessTokens) != 1 || resp.AccessTokens[0].ID != "svc/a" {
 		t.Fatalf("list: %s %v", a.body, err)
@@ -277,57 +277,57 @@ func TestListingTokensNeverShowsASecret(t *testing.T) {
 	if strings.Contains(a.body, random) {
 		t.Errorf("the listing holds the secret: %s", a.body)
 	}
-	d.must(t, "duplicate", d.call(t, rootToken, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc/a",
+	d.must(t, "duplicate", d.call(t, accessRoot, "POST", "/access-tokens", "", s2api.IssueAccessTokenRequest{ID: "svc/a",
 		Scope: s2api.AccessTokenScope{Ops: []string{"list-basins"}}}), 409)
-	d.must(t, "revoke", d.call(t, rootToken, "DELETE", "/access-tokens/svc%2Fa", "", nil), 204)
+	d.must(t, "revoke", d.call(t, accessRoot, "DELETE", "/access-tokens/svc%2Fa", "", nil), 204)
 	d.must(t, "revoked", d.call(t, secret, "GET", "/basins", "", nil), 401)
 }
 
 func TestAutoPrefixedTokenSeesRelativeStreamNames(t *testing.T) {
-	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
-	setup(t, d)
+	d := startAccessDaemon(t, objectstore.NewMemStore(), &accessClock{t: time.Now()})
+	setupAccess(t, d)
 	yes := true
-	tenant := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "tenant", AutoPrefixStreams: &yes, Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"),
+	tenant := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "tenant", AutoPrefixStreams: &yes, Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", "svc-a/"),
 		OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true, Write: true}}, Ops: []string{"list-streams"},
 	}})
-	a := d.must(t, "create", d.call(t, tenant, "POST", "/streams", basin, map[string]any{"stream": "logs"}), 201)
+	a := d.must(t, "create", d.call(t, tenant, "POST", "/streams", accessBasin, map[string]any{"stream": "logs"}), 201)
 	if !strings.Contains(a.body, `"name":"logs"`) {
 		t.Errorf("created: %s", a.body)
 	}
-	d.must(t, "append", d.call(t, tenant, "POST", "/streams/events/records", basin, appendBody(batchfmt.Record{Body: []byte("q")})), 200)
-	a = d.must(t, "list", d.call(t, tenant, "GET", "/streams", basin, nil), 200)
+	d.must(t, "append", d.call(t, tenant, "POST", "/streams/events/records", accessBasin, appendJSON(batchfmt.Record{Body: []byte("q")})), 200)
+	a = d.must(t, "list", d.call(t, tenant, "GET", "/streams", accessBasin, nil), 200)
 	var l s2api.ListStreamsResponse
 	if err := json.Unmarshal([]byte(a.body), &l); err != nil || len(l.Streams) != 2 || l.Streams[0].Name != "events" || l.Streams[1].Name != "logs" {
 		t.Errorf("tenant's listing: %s %v", a.body, err)
 	}
-	a = d.must(t, "root tail", d.call(t, rootToken, "GET", "/streams/svc-a%2Fevents/records/tail", basin, nil), 200)
+	a = d.must(t, "root tail", d.call(t, accessRoot, "GET", "/streams/svc-a%2Fevents/records/tail", accessBasin, nil), 200)
 	if !strings.Contains(a.body, `"seq_num":2`) {
 		t.Errorf("the tenant's append did not land in svc-a/events: %s", a.body)
 	}
-	d.must(t, "root sees the full name", d.call(t, rootToken, "GET", "/streams/svc-a%2Flogs", basin, nil), 200)
+	d.must(t, "root sees the full name", d.call(t, accessRoot, "GET", "/streams/svc-a%2Flogs", accessBasin, nil), 200)
 }
 
 func TestExpiredTokenIsRefused(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
-	d := startDaemon(t, objectstore.NewMemStore(), clock)
+	clock := &accessClock{t: time.Now()}
+	d := startAccessDaemon(t, objectstore.NewMemStore(), clock)
 	exp := clock.now().Add(time.Hour)
-	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "short", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
+	tok := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "short", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{Basins: resourceSet("prefix", ""), Ops: []string{"list-basins"}}})
 	d.must(t, "before expiry", d.call(t, tok, "GET", "/basins", "", nil), 200)
 	clock.advance(time.Hour)
 	a := d.must(t, "after expiry", d.call(t, tok, "GET", "/basins", "", nil), 401)
-	if !strings.Contains(a.body, "expired") || refusals(t, d, access.ReasonExpired) != 1 {
+	if !strings.Contains(a.body, "expired") || refusalCount(t, d, access.ReasonExpired) != 1 {
 		t.Errorf("expired: %s", a.body)
 	}
 }
 
 func TestTwoDaemonsOnOneStoreSeeARevocation(t *testing.T) {
 	st := objectstore.NewMemStore()
-	clock := &fakeClock{t: time.Now()}
-	d1, d2 := startDaemon(t, st, clock), startDaemon(t, st, clock)
-	tok := d1.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "shared", Scope: s2api.AccessTokenScope{Basins: rs("prefix", ""), Ops: []string{"list-basins"}}})
+	clock := &accessClock{t: time.Now()}
+	d1, d2 := startAccessDaemon(t, st, clock), startAccessDaemon(t, st, clock)
+	tok := d1.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "shared", Scope: s2api.AccessTokenScope{Basins: resourceSet("prefix", ""), Ops: []string{"list-basins"}}})
 	d2.must(t, "d2 before", d2.call(t, tok, "GET", "/basins", "", nil), 200)
-	d1.must(t, "revoke on d1", d1.call(t, rootToken, "DELETE", "/access-tokens/shared", "", nil), 204)
+	d1.must(t, "revoke on d1", d1.call(t, accessRoot, "DELETE", "/access-tokens/shared", "", nil), 204)
 	d1.must(t, "d1 after", d1.call(t, tok, "GET", "/basins", "", nil), 401)
 	clock.advance(2 * time.Second) // d2's refresh interval
 	a := d2.must(t, "d2 after the refresh interval", d2.call(t, tok, "GET", "/basins", "", nil), 401)
@@ -337,10 +337,10 @@ func TestTwoDaemonsOnOneStoreSeeARevocation(t *testing.T) {
 }
 
 func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
-	d := startDaemon(t, objectstore.NewMemStore(), &fakeClock{t: time.Now()})
-	setup(t, d)
-	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "session", Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", "svc-a/"),
+	d := startAccessDaemon(t, objectstore.NewMemStore(), &accessClock{t: time.Now()})
+	setupAccess(t, d)
+	tok := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "session", Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", "svc-a/"),
 		OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true, Write: true}},
 	}})
 	open := func(hdr map[string]string, body io.Reader, method string) *http.Response {
@@ -349,7 +349,7 @@ func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("S2-Basin", basin)
+		req.Header.Set("S2-Basin", accessBasin)
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
@@ -382,7 +382,7 @@ func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
 		t.Fatalf("ack: %+v %v", fr, err)
 	}
 
-	d.must(t, "revoke", d.call(t, rootToken, "DELETE", "/access-tokens/session", "", nil), 204)
+	d.must(t, "revoke", d.call(t, accessRoot, "DELETE", "/access-tokens/session", "", nil), 204)
 
 	for {
 		ev, err := events.Next()
@@ -403,7 +403,7 @@ func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
 	if err != nil || !fr.Terminal || fr.Status != 401 || !strings.Contains(string(fr.Body), "revoked") {
 		t.Fatalf("append session's last frame: %+v %s %v", fr, fr.Body, err)
 	}
-	if n := refusals(t, d, access.ReasonRevoked); n != 2 {
+	if n := refusalCount(t, d, access.ReasonRevoked); n != 2 {
 		t.Errorf("%v revocations counted, want 2", n)
 	}
 }
@@ -411,21 +411,21 @@ func TestSessionsEndWhenTheirTokenIsRevoked(t *testing.T) {
 // A session's token that expires while it runs ends the session. The authorizer's clock runs
 // an hour behind the wall clock, so the token is valid when the session opens and its expiry
 // is already past for the session's timer: no waiting. (The timer may also fire before the
-// session's first write, and the refusal is then its answer.)
+// session's first write, and the refusal is then its accessAnswer.)
 func TestSessionEndsWhenItsTokenExpires(t *testing.T) {
-	clock := &fakeClock{t: time.Now().Add(-time.Hour)}
-	d := startDaemon(t, objectstore.NewMemStore(), clock)
-	setup(t, d)
+	clock := &accessClock{t: time.Now().Add(-time.Hour)}
+	d := startAccessDaemon(t, objectstore.NewMemStore(), clock)
+	setupAccess(t, d)
 	exp := clock.now().Add(30 * time.Minute)
-	tok := d.issue(t, rootToken, s2api.IssueAccessTokenRequest{ID: "expiring", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{
-		Basins: rs("exact", basin), Streams: rs("prefix", ""), OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true}},
+	tok := d.issue(t, accessRoot, s2api.IssueAccessTokenRequest{ID: "expiring", ExpiresAt: &exp, Scope: s2api.AccessTokenScope{
+		Basins: resourceSet("exact", accessBasin), Streams: resourceSet("prefix", ""), OpGroups: &s2api.PermittedOperationGroups{Stream: &s2api.ReadWritePermissions{Read: true}},
 	}})
 	req, err := http.NewRequestWithContext(t.Context(), "GET", d.url+"/v1/streams/svc-a%2Fevents/records", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("S2-Basin", basin)
+	req.Header.Set("S2-Basin", accessBasin)
 	req.Header.Set("Accept", "text/event-stream")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -433,7 +433,7 @@ func TestSessionEndsWhenItsTokenExpires(t *testing.T) {
 	}
 	defer res.Body.Close()
 	if res.StatusCode != 200 {
-		// The timer may fire before the session's first write: then the refusal is the answer.
+		// The timer may fire before the session's first write: then the refusal is the accessAnswer.
 		b, _ := io.ReadAll(res.Body)
 		if res.StatusCode != 401 || !strings.Contains(string(b), "expired") {
 			t.Fatalf("open: %d %s", res.StatusCode, b)
@@ -453,7 +453,7 @@ func TestSessionEndsWhenItsTokenExpires(t *testing.T) {
 			break
 		}
 	}
-	if n := refusals(t, d, access.ReasonExpired); n != 1 {
+	if n := refusalCount(t, d, access.ReasonExpired); n != 1 {
 		t.Errorf("%v expiries counted, want 1", n)
 	}
 }
