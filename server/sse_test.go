@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +71,29 @@ func TestSSEResumedSessionKeepsCumulativeEventIDs(t *testing.T) {
 	// Had the connection dropped right after that event, the client resumes with its id.
 	if n2, _ := sse(id1); n2 != 0 {
 		t.Errorf("second resume with Last-Event-ID %q delivered %d more records: %d in all for a read with count=5", id1, n2, 1+n1+n2)
+	}
+}
+
+// A resumed SSE read starts after the last seq_num of the Last-Event-ID ("On reconnect … from
+// the next seq_num", S2-API.md, SSE read sessions). No seq_num follows 2^64-1: such an id is
+// refused as a bad header. Computed as last+1 it once wrapped to seq_num 0, and the session
+// replayed the stream from its first record.
+func TestSSELastEventIDSeqNumOverflow(t *testing.T) {
+	env := memStream(t, 3)
+	ctx := t.Context()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, "GET", env.URL+"/v1/streams/s/records?seq_num=0&count=3", nil)
+	req.Header.Set("S2-Basin", servertest.TestBasin)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "18446744073709551615,0,0")
+	res, err := env.H1.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"bad_header"`) {
+		t.Fatalf("resume after seq_num 2^64-1: status %d, body:\n%s\nwant 400 bad_header (no record follows it), not a replay from seq_num 0", res.StatusCode, body)
 	}
 }
