@@ -683,7 +683,9 @@ func TestS3IdleHTTP2(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(func() { close(hang); srv.Close() })
 	t.Setenv("AWS_CA_BUNDLE", "")
-	s := readTimeoutStore(t, srv.URL, 300*time.Millisecond, srv.Client())
+	// The timeout is long beside a 3 MiB put over TLS under -race on a busy machine (300 ms
+	// failed there), and the slow reader sleeps past it.
+	s := readTimeoutStore(t, srv.URL, time.Second, srv.Client())
 	ctx := context.Background()
 	if _, _, err := objectstore.ReadAll(ctx, s, "hung"); err != nil {
 		t.Errorf("get hung once: %v", err)
@@ -692,7 +694,7 @@ func TestS3IdleHTTP2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	if b, err := io.ReadAll(obj.Body); err != nil || len(b) != 1<<20 {
 		t.Errorf("slow reader over h2: %d bytes, %v", len(b), err)
 	}
