@@ -12,6 +12,8 @@ import (
 type OpEvent struct {
 	Op  Op
 	Key string // the key, or the prefix for List
+	// Purpose is what the request was made for: PurposeOf the context it was made with.
+	Purpose Purpose
 	// Bytes moved: the body bytes a Put read from its caller, the body bytes a Get's caller
 	// read; zero for other operations.
 	Bytes int64
@@ -47,18 +49,18 @@ type instrumented struct {
 	obs   Observer
 }
 
-func (in *instrumented) report(op Op, key string, start time.Time, bytes int64, objects int, err error) {
-	in.obs.ObserveOp(OpEvent{Op: op, Key: key, Bytes: bytes, Objects: objects, Duration: time.Since(start), Err: err})
+func (in *instrumented) report(ctx context.Context, op Op, key string, start time.Time, bytes int64, objects int, err error) {
+	in.obs.ObserveOp(OpEvent{Op: op, Key: key, Purpose: PurposeOf(ctx), Bytes: bytes, Objects: objects, Duration: time.Since(start), Err: err})
 }
 
 func (in *instrumented) Get(ctx context.Context, key string, opts GetOptions) (*Object, error) {
 	start := time.Now()
 	obj, err := in.inner.Get(ctx, key, opts)
 	if err != nil {
-		in.report(OpGet, key, start, 0, 0, err)
+		in.report(ctx, OpGet, key, start, 0, 0, err)
 		return nil, err
 	}
-	obj.Body = &countingBody{ReadCloser: obj.Body, done: func(n int64, err error) { in.report(OpGet, key, start, n, 0, err) }}
+	obj.Body = &countingBody{ReadCloser: obj.Body, done: func(n int64, err error) { in.report(ctx, OpGet, key, start, n, 0, err) }}
 	return obj, nil
 }
 
@@ -88,7 +90,7 @@ func (b *countingBody) Close() error {
 func (in *instrumented) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	start := time.Now()
 	info, err := in.inner.Head(ctx, key)
-	in.report(OpHead, key, start, 0, 0, err)
+	in.report(ctx, OpHead, key, start, 0, 0, err)
 	return info, err
 }
 
@@ -107,21 +109,21 @@ func (in *instrumented) Put(ctx context.Context, key string, body io.Reader, siz
 	start := time.Now()
 	cr := &countingReader{r: body}
 	info, err := in.inner.Put(ctx, key, cr, size, cond)
-	in.report(OpPut, key, start, cr.n, 0, err)
+	in.report(ctx, OpPut, key, start, cr.n, 0, err)
 	return info, err
 }
 
 func (in *instrumented) Delete(ctx context.Context, key string) error {
 	start := time.Now()
 	err := in.inner.Delete(ctx, key)
-	in.report(OpDelete, key, start, 0, 0, err)
+	in.report(ctx, OpDelete, key, start, 0, 0, err)
 	return err
 }
 
 func (in *instrumented) List(ctx context.Context, prefix, startAfter string, limit int) (ListPage, error) {
 	start := time.Now()
 	page, err := in.inner.List(ctx, prefix, startAfter, limit)
-	in.report(OpList, prefix, start, 0, len(page.Objects), err)
+	in.report(ctx, OpList, prefix, start, 0, len(page.Objects), err)
 	return page, err
 }
 

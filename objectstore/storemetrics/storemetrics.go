@@ -1,7 +1,8 @@
 // Package storemetrics reports the operations of an object store (objectstore.Instrument's
 // events) as Prometheus metrics:
 //
-//	sluice_objectstore_operations_total{op, result}   result "ok" or an error class
+//	sluice_objectstore_operations_total{op, purpose, result}   result "ok" or an error class;
+//	                                  purpose objectstore.PurposeOf (commit, poll, fetch, gc, other)
 //	sluice_objectstore_bytes_total{op}                body bytes moved by get and put
 //	sluice_objectstore_operation_seconds{op}          latency (a get until its body is closed)
 //
@@ -36,8 +37,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "objectstore", Name: "operations_total",
-			Help: "Object store operations, by operation and result (ok or an error class).",
-		}, []string{"op", "result"}),
+			Help: "Object store operations, by operation, purpose (commit, poll, fetch, gc, other) and result (ok or an error class).",
+		}, []string{"op", "purpose", "result"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "objectstore", Name: "bytes_total",
 			Help: "Object body bytes moved, by operation (get, put).",
@@ -63,7 +64,7 @@ func (m *Metrics) ObserveOp(e objectstore.OpEvent) {
 	if result == "" {
 		result = "ok"
 	}
-	m.ops.WithLabelValues(op, result).Inc()
+	m.ops.WithLabelValues(op, string(e.Purpose), result).Inc()
 	if e.Bytes > 0 {
 		m.bytes.WithLabelValues(op).Add(float64(e.Bytes))
 	}
