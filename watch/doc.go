@@ -1,0 +1,59 @@
+// Package watch shares the watching of stream manifests between the followers of one
+// process: one watcher per (store, manifest key), however many readers follow the stream.
+//
+// A Hub keeps the watchers. A follower subscribes to a stream (Hub.Subscribe) and asks its
+// Subscription for a manifest newer than the one it holds (Wait blocks, Check does not). The
+// stream's watcher reads the manifest with one conditional GET (If-None-Match on the version
+// it holds, so an unchanged manifest costs a "not modified" answer and no body) per interval
+// for all the subscribers, decodes a changed manifest once, and wakes every subscriber with
+// the same decoded state, which they must not modify.
+//
+// # Intervals and staleness
+//
+// A watcher polls MinInterval after it starts or after a poll that found a change, and
+// doubles the interval after every poll that found none, up to MaxInterval. So a follower of
+// an idle stream sees a change made by another process at most MaxInterval plus one GET's
+// latency after the store shows it (1 s plus the GET by default), and an idle stream costs
+// one conditional GET per MaxInterval in each process that follows it, not one per
+// follower per poll. A subscriber that holds a manifest the watcher has not seen (another
+// generation, or a watcher that holds a failure) makes it poll at once. A subscriber that
+// holds a newer manifest of the same generation hands it to the watcher instead.
+//
+// # Publishing
+//
+// A process that commits to a stream tells the hub, so that its followers need not wait for
+// the next poll. Publish hands over the manifest as written (state and version): the
+// followers are woken with it and no store request is made. PublishTail only says that the
+// tail has reached a seq_num: if the watcher holds an older tail it polls at once (one
+// conditional GET for all followers). Neither resets the interval: a stream whose commits
+// are published needs no fast polling. Publishes for a stream nobody in the process follows
+// cost nothing. Lost or late publishes cost latency (up to the staleness bound), never
+// correctness: a published manifest is taken only when it is newer than the watcher's (same
+// generation, higher write counter), and a follower only ever moves forward.
+//
+// # Ordering
+//
+// Within a generation, manifests are ordered by their write counter (every write increments
+// it), so Wait returns a manifest newer than the one given, never an older one. A manifest of
+// another generation (the stream was deleted and created again) or a read failure is
+// returned only when it comes from a poll that started after the subscriber last changed
+// generation, so a subscriber is never handed a stale view of a stream it already saw
+// recreated.
+//
+// # Failures
+//
+// A missing manifest, or a tombstone (see package manifest), is returned as an error
+// matching manifest.ErrNotExist; a corrupt one as manifest.ErrCorrupt; both at once. Other
+// read failures are retried by the next polls (the interval resets to MinInterval and
+// doubles) and returned, wrapped, only after Config.ErrorAttempts of them in a row. The
+// watcher keeps polling either way: a stream created again is seen by new subscribers.
+//
+// # Goroutines, logs, metrics
+//
+// A watcher is one goroutine owned by the hub: it starts with a stream's first subscriber
+// and stops when the last one closes its Subscription. Hub.Close stops them all and waits
+// for them; Wait and Subscribe then return ErrClosed. Logs go to Config.Logger; metrics
+// (sluice_watch_*: polls by result, publishes by kind, wakes by source, watchers and
+// subscribers) to Config.Registerer. Store requests are made with the context's purpose set
+// to objectstore.PurposePoll.
+package watch

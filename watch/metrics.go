@@ -1,0 +1,51 @@
+package watch
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	polls       *prometheus.CounterVec // result: changed | not_modified | error
+	publishes   *prometheus.CounterVec // kind: snapshot | tail; taken: yes | no
+	wakes       *prometheus.CounterVec // source: poll | publish | subscriber
+	watchers    prometheus.Gauge
+	subscribers prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "sluice", Subsystem: "watch", Name: name, Help: help}
+	}
+	m := &metrics{
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts(opts("polls_total",
+			"Manifest polls by the watchers (one per stream, shared by its followers), by result (changed, not_modified, error).")), []string{"result"}),
+		publishes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("publishes_total",
+			"Commits published in-process for followed streams, by kind (snapshot, tail) and whether they moved the watcher (taken: yes, no).")), []string{"kind", "taken"}),
+		wakes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("wakes_total",
+			"Newer manifests handed to a stream's followers, by source (poll, publish, subscriber).")), []string{"source"}),
+		watchers:    prometheus.NewGauge(prometheus.GaugeOpts(opts("watchers", "Streams watched (one watcher each)."))),
+		subscribers: prometheus.NewGauge(prometheus.GaugeOpts(opts("subscribers", "Followers subscribed to the watchers."))),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	reuse := func(c prometheus.Collector) prometheus.Collector {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return are.ExistingCollector
+			}
+			errs = append(errs, err)
+		}
+		return c
+	}
+	m.polls = reuse(m.polls).(*prometheus.CounterVec)
+	m.publishes = reuse(m.publishes).(*prometheus.CounterVec)
+	m.wakes = reuse(m.wakes).(*prometheus.CounterVec)
+	m.watchers = reuse(m.watchers).(prometheus.Gauge)
+	m.subscribers = reuse(m.subscribers).(prometheus.Gauge)
+	return m, errors.Join(errs...)
+}
