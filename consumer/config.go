@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // Config configures a Reader: the stream and how it is read. Start from DefaultConfig, set
@@ -44,8 +45,13 @@ type Config struct {
 	// be > 0. A Notifier wakes followers at once, between polls.
 	PollInterval time.Duration
 	// Notifier, if set, wakes followers as soon as a producer in the same process signals a
-	// commit (see Notifier). Optional.
+	// commit (see Notifier). Optional; not used with Watch.
 	Notifier *Notifier
+	// Watch, if set, is the process's watch hub: the followers of a stream that share it
+	// share one manifest watcher (package watch), which polls on the hub's intervals
+	// instead of every PollInterval, and which a committer in the process can publish to.
+	// Optional; nil: each follower polls on its own.
+	Watch *watch.Hub
 	// MaxBatchRecords and MaxBatchBytes bound one batch returned by Session.Next and
 	// Consumer.Next. Defaults 1000 records and 1 MiB metered, S2's read limits.
 	MaxBatchRecords int

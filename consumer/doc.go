@@ -36,7 +36,11 @@
 // A follower at the tail re-reads the manifest every PollInterval with a conditional GET
 // (If-None-Match on the version it holds), so an unchanged manifest costs a 304 and no body.
 // A Notifier shared with an in-process producer (or the server that drives it) wakes
-// followers as soon as a commit is acknowledged, without waiting for the next poll. If the
+// followers as soon as a commit is acknowledged, without waiting for the next poll.
+// With Config.Watch (a watch.Hub shared by the process), followers do not poll on their
+// own: the followers of a stream share one watcher, which polls once per interval for all of
+// them (backing off to the hub's MaxInterval while the stream is idle) and which a
+// committer in the process publishes to; see package watch for the staleness bound. If the
 // stream is deleted the follower gets ErrStreamNotFound; if it is replaced by a new
 // generation, manifest.ErrGenerationChanged.
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // Session is one ordered read of a stream: Next returns batches of records in seq_num order,
@@ -34,6 +35,7 @@ type Session struct {
 	onRefresh func(*manifest.State) error
 	version   string
 	idx       *manifest.Index
+	sub       *watch.Subscription // with Config.Watch: taken at the tail, released by Close
 
 	next    uint64 // every seq_num below it was delivered or skipped
 	planned uint64 // entries ending at or below it are fetched or queued
@@ -226,6 +228,9 @@ func (s *Session) Close() error {
 	s.closed = true
 	s.wg.Wait()
 	s.queue, s.cur = nil, nil
+	if s.sub != nil {
+		s.sub.Close()
+	}
 	return nil
 }
 
@@ -329,6 +334,16 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 		}
 		if !s.req.Follow {
 			s.done = true // a read without Follow ends at the tail it saw when it opened
+			continue
+		}
+		if s.r.cfg.Watch != nil {
+			changed, err := s.awaitWatched(ctx, wait) // see watched.go
+			if err != nil {
+				return s.fail(nil, 0, err)
+			}
+			if !changed && !wait {
+				return s.batch(nil, 0), 0, nil
+			}
 			continue
 		}
 		var wake <-chan struct{}
@@ -519,6 +534,7 @@ func (s *Session) start(e manifest.Entry) {
 
 // fetchObject reads and checks one batch object, retrying plain failures.
 func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.Batch, error) {
+	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeFetch)
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
 		// Sized by the manifest (bounded by the largest valid object): checkObject refuses an
@@ -596,6 +612,7 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 	var st *manifest.State
 	var version string
 	var err error
+	ctx = objectstore.WithPurpose(ctx, objectstore.PurposePoll)
 	for attempt := 0; ; attempt++ {
 		st, version, err = s.r.loadManifest(ctx, s.version)
 		if err == nil || errors.Is(err, ErrStreamNotFound) || errors.Is(err, manifest.ErrCorrupt) ||
@@ -617,6 +634,12 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.r.m.polls.WithLabelValues("changed").Inc()
+	return s.adopt(st, version)
+}
+
+// adopt makes st, read at version, the session's manifest. It reports whether the stream has
+// moved past what the session had planned.
+func (s *Session) adopt(st *manifest.State, version string) (bool, error) {
 	if st.Generation != s.st.Load().Generation {
 		return false, fmt.Errorf("%w: %s", manifest.ErrGenerationChanged, s.r.cfg.Stream.ManifestKey())
 	}
