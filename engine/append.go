@@ -35,7 +35,7 @@ func (e *Engine) Append(ctx context.Context, basin, name string, in batchfmt.App
 			e.evict(basin, name, op) // gone, or failed for good: the next append opens afresh
 		}
 		if err == nil {
-			e.notifier.Notify(op.st.ManifestKey())
+			e.committed(op, ack)
 		}
 		return ack, err
 	}
@@ -81,13 +81,13 @@ func (e *Engine) AppendAsync(ctx context.Context, basin, name string, in batchfm
 			ack, err := t.Wait(wctx)
 			select {
 			case <-t.Done():
-				e.settle(basin, name, op, err)
+				e.settle(basin, name, op, ack, err)
 			default:
 				// wctx ended first: the producer is in use until the ticket resolves.
 				go func() {
 					<-t.Done()
-					_, terr := t.Result()
-					e.settle(basin, name, op, terr)
+					tack, terr := t.Result()
+					e.settle(basin, name, op, tack, terr)
 				}()
 			}
 			return ack, err
@@ -117,12 +117,18 @@ func (e *Engine) acquireFor(ctx context.Context, basin, name string, arrived tim
 }
 
 // settle ends an AppendAsync's use of op once its ticket has resolved with err.
-func (e *Engine) settle(basin, name string, op *openProducer, err error) {
+func (e *Engine) settle(basin, name string, op *openProducer, ack producer.Ack, err error) {
 	e.release(op)
 	switch {
 	case err == nil:
-		e.notifier.Notify(op.st.ManifestKey())
+		e.committed(op, ack)
 	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, producer.ErrClosed), errors.Is(err, manifest.ErrNotExist), op.p.Err() != nil:
 		e.evict(basin, name, op) // the next append opens a fresh producer
 	}
+}
+
+// committed tells the stream's followers in this engine that an append committed: the
+// stream's watcher, if it holds an older tail, polls at once for all of them.
+func (e *Engine) committed(op *openProducer, ack producer.Ack) {
+	e.watch.PublishTail(e.cfg.Store, op.st.ManifestKey(), ack.Tail.SeqNum)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // DefaultDeliveryTimeout is the daemon's producer.Config.DeliveryTimeout: an append not
@@ -50,7 +51,9 @@ type Config struct {
 	// CreateStream, Logger and Registerer are set by the engine.
 	Producer producer.Config
 	// Consumer is the template for the per-stream readers; its ObjectStore, Stream,
-	// Notifier, Logger and Registerer are set by the engine.
+	// Notifier, Watch, Logger and Registerer are set by the engine: the followers of a
+	// stream share one manifest watcher (package watch, default intervals), which the
+	// stream's appends through this engine wake.
 	Consumer consumer.Config
 	// IdleTimeout closes a stream's producer after this long without appends. Must be > 0.
 	IdleTimeout time.Duration
@@ -127,11 +130,12 @@ func (c *Config) producerConfig(st stream.Stream) producer.Config {
 	return pc
 }
 
-func (c *Config) consumerConfig(st stream.Stream, n *consumer.Notifier) consumer.Config {
+func (c *Config) consumerConfig(st stream.Stream, hub *watch.Hub) consumer.Config {
 	cc := c.Consumer
 	cc.ObjectStore = c.Store
 	cc.Stream = st
-	cc.Notifier = n
+	cc.Notifier = nil
+	cc.Watch = hub
 	cc.Logger = c.streamLogger(st, cc.Logger)
 	cc.Registerer = c.Registerer // readers share their collectors (consumer.NewReader)
 	return cc
@@ -164,7 +168,7 @@ type Engine struct {
 	readers   map[streamKey]*consumer.Reader
 	closed    bool
 
-	notifier *consumer.Notifier // wakes followers when an append of this engine commits
+	watch *watch.Hub // the followers' shared manifest watchers, woken by this engine's appends
 
 	quit    chan struct{}
 	janitor sync.WaitGroup // the idle-closing loop
@@ -187,11 +191,17 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	wcfg := watch.DefaultConfig()
+	wcfg.Logger, wcfg.Registerer = cfg.Logger, cfg.Registerer
+	hub, err := watch.New(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e := &Engine{
 		cfg:       cfg,
 		producers: make(map[streamKey]*openProducer),
 		readers:   make(map[streamKey]*consumer.Reader),
-		notifier:  consumer.NewNotifier(),
+		watch:     hub,
 		quit:      make(chan struct{}),
 		metrics:   newMetrics(cfg.Registerer),
 	}
@@ -222,6 +232,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	close(e.quit)
 	e.janitor.Wait()
+	defer e.watch.Close() // after the producers: followers see their last commits
 	defer e.closers.Wait()
 	var errs []error
 	for _, op := range ps {

@@ -28,7 +28,7 @@ func (e *Engine) reader(basin, name string) (*consumer.Reader, error) {
 	if r, ok := e.readers[key]; ok {
 		return r, nil
 	}
-	r, err := consumer.NewReader(e.cfg.consumerConfig(st, e.notifier))
+	r, err := consumer.NewReader(e.cfg.consumerConfig(st, e.watch))
 	if err != nil {
 		return nil, err
 	}
