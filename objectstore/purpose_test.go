@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
 // TestInstrumentReportsPurpose: every operation is reported with the purpose of the context
@@ -51,4 +52,36 @@ func TestInstrumentReportsPurpose(t *testing.T) {
 			t.Errorf("event %d: %s for %q, want %s for %q", i, e.Op, e.Purpose, w.op, w.p)
 		}
 	}
+}
+
+// TestDefaultPurpose: a store with a default purpose labels the requests that carry none,
+// and leaves a purpose the caller set alone; it conforms to the Store contract.
+func TestDefaultPurpose(t *testing.T) {
+	rec := &recorder{}
+	s := objectstore.WithDefaultPurpose(objectstore.Instrument(objectstore.NewMemStore(), rec), objectstore.PurposeCommit)
+	bg := context.Background()
+	if _, err := objectstore.PutBytes(bg, s, "a", []byte("x"), objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := objectstore.ReadAll(objectstore.WithPurpose(bg, objectstore.PurposeFetch), s, "a"); err != nil {
+		t.Fatal(err)
+	}
+	s.Head(bg, "a")
+	s.List(bg, "", "", 0)
+	s.Delete(bg, "a")
+	want := []objectstore.Purpose{objectstore.PurposeCommit, objectstore.PurposeFetch, objectstore.PurposeCommit, objectstore.PurposeCommit, objectstore.PurposeCommit}
+	if len(rec.events) != len(want) {
+		t.Fatalf("%d events, want %d", len(rec.events), len(want))
+	}
+	for i, w := range want {
+		if e := rec.events[i]; e.Purpose != w {
+			t.Errorf("event %d (%s): purpose %q, want %q", i, e.Op, e.Purpose, w)
+		}
+	}
+}
+
+func TestDefaultPurposeConforms(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) objectstore.Store {
+		return objectstore.WithDefaultPurpose(objectstore.NewMemStore(), objectstore.PurposeGC)
+	})
 }
