@@ -104,6 +104,7 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeFetch)
 	st, version, err := r.loadManifest(ctx, "")
 	if err != nil {
 		return nil, err
@@ -463,6 +464,7 @@ func (s *Session) planEnough() bool {
 // fill plans the entries after s.planned and starts fetching them, up to the read-ahead
 // depth and bytes.
 func (s *Session) fill(ctx context.Context) error {
+	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeFetch) // segment reads
 	depth := s.r.cfg.ReadAheadDepth
 	for len(s.queue) < depth && (len(s.queue) == 0 || s.queued < s.r.cfg.ReadAheadBytes) {
 		if s.planned >= min(s.st.Load().Tail.SeqNum, s.stopAt) {

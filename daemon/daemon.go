@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		// The collector stops at once when the shutdown starts, as it runs until then.
 		gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		d.gcCancel = cancel
-		if d.gcRunner, err = gc.Run(gctx, d.store, gcConfig(&d.cfg, d.log, o.registerer), gcStreams(d.store)); err != nil {
+		if d.gcRunner, err = gc.Run(gctx, gcStore(d.store), gcConfig(&d.cfg, d.log, o.registerer), gcStreams(gcStore(d.store))); err != nil {
 			return nil, fmt.Errorf("garbage collection: %w", err)
 		}
 	}

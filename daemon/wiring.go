@@ -23,7 +23,8 @@ import (
 // committerConfig is the committer's config: a fresh id, the advertised URL.
 func committerConfig(store objectstore.Store, advertise string, log *slog.Logger, reg prometheus.Registerer) committer.Config {
 	ccfg := committer.DefaultConfig()
-	ccfg.Store, ccfg.ID, ccfg.URL = store, "serve-"+randomHex(8), advertise
+	ccfg.Store = objectstore.WithDefaultPurpose(store, objectstore.PurposeCommit)
+	ccfg.ID, ccfg.URL = "serve-"+randomHex(8), advertise
 	ccfg.Logger, ccfg.Registerer = log, reg
 	return ccfg
 }
@@ -58,6 +59,11 @@ func gcConfig(cfg *Config, log *slog.Logger, reg prometheus.Registerer) gc.Confi
 	gcfg.Logger = log
 	gcfg.Registerer = reg
 	return gcfg
+}
+
+// gcStore is the collector's view of store: its requests are labelled gc.
+func gcStore(store objectstore.Store) objectstore.Store {
+	return objectstore.WithDefaultPurpose(store, objectstore.PurposeGC)
 }
 
 // commitDeadline is the daemon's producers' commit deadline: half the grace period, so that

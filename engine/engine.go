@@ -119,6 +119,9 @@ func (c *Config) Validate() error {
 func (c *Config) producerConfig(st stream.Stream) producer.Config {
 	pc := c.Producer
 	pc.ObjectStore = c.Store
+	if c.Store != nil {
+		pc.ObjectStore = objectstore.WithDefaultPurpose(c.Store, objectstore.PurposeCommit)
+	}
 	pc.Stream = st
 	pc.CreateStream = false
 	pc.Logger = c.streamLogger(st, pc.Logger)
