@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/s2api"
 )
 
@@ -152,8 +153,8 @@ func (t *HTTPTarget) Delete(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Requests sums sluice_objectstore_operations_total by op from the daemons' /metrics; false
-// when one cannot be read.
+// Requests sums sluice_objectstore_operations_total by op and purpose from the daemons'
+// /metrics; false when one cannot be read.
 func (t *HTTPTarget) Requests(ctx context.Context) (map[string]int64, bool) {
 	all := map[string]int64{}
 	for _, u := range t.metrics {
@@ -185,7 +186,8 @@ func (t *HTTPTarget) opCounts(ctx context.Context, metricsURL string) (map[strin
 }
 
 // parseOpCounts sums the samples of sluice_objectstore_operations_total in Prometheus' text
-// format by their op label.
+// format by their op and purpose labels, as "op/purpose" (RequestKey; purpose "other" for
+// a sample without one).
 func parseOpCounts(r io.Reader) (map[string]int64, bool) {
 	const family = "sluice_objectstore_operations_total{"
 	m := map[string]int64{}
@@ -201,17 +203,20 @@ func parseOpCounts(r io.Reader) (map[string]int64, bool) {
 		if !ok {
 			continue
 		}
-		op := ""
+		op, purpose := "", string(objectstore.PurposeOther)
 		for _, l := range strings.Split(labels, ",") {
 			if v, ok := strings.CutPrefix(l, `op="`); ok {
 				op = strings.TrimSuffix(v, `"`)
+			}
+			if v, ok := strings.CutPrefix(l, `purpose="`); ok {
+				purpose = strings.TrimSuffix(v, `"`)
 			}
 		}
 		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
 		if op == "" || err != nil {
 			continue
 		}
-		m[op] += int64(v)
+		m[RequestKey(op, purpose)] += int64(v)
 		found = true
 	}
 	return m, found && sc.Err() == nil

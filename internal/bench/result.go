@@ -26,6 +26,9 @@ type Result struct {
 	// Requests counts the object-store requests of the run (writes and the reader's reads,
 	// not the stream's creation and deletion), by operation; nil when the target cannot tell.
 	Requests map[string]int64
+	// RequestsByPurpose counts the same requests by purpose (objectstore.Purpose: commit,
+	// poll, fetch, gc, other); nil when Requests is.
+	RequestsByPurpose map[string]int64
 	// Interrupted is set when the run's context ended before the duration was up.
 	Interrupted bool
 }
@@ -81,6 +84,7 @@ type Summary struct {
 	E2EP99Ms       float64          `json:"e2e_p99_ms"`
 	E2EMaxMs       float64          `json:"e2e_max_ms"`
 	Requests       map[string]int64 `json:"store_requests,omitempty"`
+	ByPurpose      map[string]int64 `json:"store_requests_by_purpose,omitempty"`
 	RequestsTotal  *int64           `json:"store_requests_total,omitempty"`
 	RequestsPerGiB *float64         `json:"store_requests_per_gib,omitempty"`
 	Interrupted    bool             `json:"interrupted,omitempty"`
@@ -101,7 +105,7 @@ func (res *Result) Summary() Summary {
 		Interrupted: res.Interrupted,
 	}
 	if res.Requests != nil {
-		s.Requests = res.Requests
+		s.Requests, s.ByPurpose = res.Requests, res.RequestsByPurpose
 		n := res.TotalRequests()
 		s.RequestsTotal = &n
 		if per := res.RequestsPerGiB(); !math.IsNaN(per) {
@@ -123,24 +127,50 @@ func (res *Result) WriteText(w io.Writer) error {
 	lat("ack", &res.Ack)
 	lat("end-to-end", &res.E2E)
 	if res.Requests != nil {
-		ops := make([]string, 0, len(res.Requests))
-		for op := range res.Requests {
-			ops = append(ops, op)
-		}
-		slices.Sort(ops)
-		parts := make([]string, len(ops))
-		for i, op := range ops {
-			parts[i] = fmt.Sprintf("%s %d", op, res.Requests[op])
-		}
 		per := "-"
 		if v := res.RequestsPerGiB(); !math.IsNaN(v) {
 			per = fmt.Sprintf("%.0f", v)
 		}
-		fmt.Fprintf(&b, "store        %d requests (%s), %s per GiB ingested\n", res.TotalRequests(), strings.Join(parts, ", "), per)
+		fmt.Fprintf(&b, "store        %d requests (%s), %s per GiB ingested\n", res.TotalRequests(), countList(res.Requests), per)
+		if len(res.RequestsByPurpose) > 0 {
+			fmt.Fprintf(&b, "             by purpose: %s\n", countList(res.RequestsByPurpose))
+		}
 	}
 	if res.Interrupted {
 		b.WriteString("(interrupted: the figures cover the run until then)\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// countList is "k1 n1, k2 n2" in key order.
+func countList(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RequestKey is how a Target's Requests names a count: the operation and the purpose
+// ("get/poll").
+func RequestKey(op, purpose string) string {
+	if purpose == "" {
+		purpose = "other"
+	}
+	return op + "/" + purpose
+}
+
+// splitRequestKey undoes RequestKey.
+func splitRequestKey(k string) (op, purpose string) {
+	op, purpose, ok := strings.Cut(k, "/")
+	if !ok {
+		purpose = "other"
+	}
+	return op, purpose
 }

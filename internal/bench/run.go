@@ -147,10 +147,12 @@ func (r *run) do(parent context.Context) (*Result, error) {
 	res.Interrupted = parent.Err() != nil
 	if countsRequests {
 		if req1, ok := r.t.Requests(context.WithoutCancel(parent)); ok {
-			res.Requests = map[string]int64{}
-			for op, n := range req1 {
-				if d := n - req0[op]; d > 0 {
-					res.Requests[op] = d
+			res.Requests, res.RequestsByPurpose = map[string]int64{}, map[string]int64{}
+			for k, n := range req1 {
+				if d := n - req0[k]; d > 0 {
+					op, purpose := splitRequestKey(k)
+					res.Requests[op] += d
+					res.RequestsByPurpose[purpose] += d
 				}
 			}
 		}

@@ -48,7 +48,7 @@ func NewStoreTarget(s objectstore.Store, basin, name string, cfg producer.Config
 	return t, nil
 }
 
-// opCounter counts store operations by kind.
+// opCounter counts store operations by kind and purpose (RequestKey).
 type opCounter struct {
 	mu sync.Mutex
 	n  map[string]int64
@@ -56,7 +56,7 @@ type opCounter struct {
 
 func (c *opCounter) ObserveOp(e objectstore.OpEvent) {
 	c.mu.Lock()
-	c.n[string(e.Op)]++
+	c.n[RequestKey(string(e.Op), string(e.Purpose))]++
 	c.mu.Unlock()
 }
 
@@ -102,7 +102,7 @@ func (t *StoreTarget) Requests(context.Context) (map[string]int64, bool) {
 // NewWriter opens a producer on the stream.
 func (t *StoreTarget) NewWriter(ctx context.Context, _ int) (Writer, error) {
 	cfg := t.producer
-	cfg.ObjectStore = t.store
+	cfg.ObjectStore = objectstore.WithDefaultPurpose(t.store, objectstore.PurposeCommit)
 	cfg.Stream = t.st
 	cfg.CreateStream = false
 	cfg.Logger = t.log

@@ -28,8 +28,9 @@ type Target interface {
 	NewWriter(ctx context.Context, i int) (Writer, error)
 	// Follow opens a reader of the stream from its first record, following its tail.
 	Follow(ctx context.Context) (Follower, error)
-	// Requests returns the object-store requests made so far, by operation (get, put,
-	// ...), and false when the target cannot tell.
+	// Requests returns the object-store requests made so far, by operation and purpose
+	// (keys made by RequestKey: "put/commit", "get/poll", ...), and false when the target
+	// cannot tell.
 	Requests(ctx context.Context) (map[string]int64, bool)
 }
 
