@@ -15,6 +15,8 @@
 //   - batchfmt: records and batch objects.
 //   - manifest: a stream's state, its encoding, and the commit step.
 //   - producer: the write path. consumer: the read path and consumer groups.
+//   - watch: one manifest watcher per stream, shared by a process's followers, and told of
+//     the commits the process makes.
 //   - committer: one committer per stream, commits for many writers; committer/wire, its
 //     protocol; committer/commitclient, the one client producers and consumers use.
 //   - journal: the committer's journal objects (docs/journal.md; not yet used).
