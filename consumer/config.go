@@ -50,7 +50,9 @@ type Config struct {
 	// Watch, if set, is the process's watch hub: the followers of a stream that share it
 	// share one manifest watcher (package watch), which polls on the hub's intervals
 	// instead of every PollInterval, and which a committer in the process can publish to.
-	// Optional; nil: each follower polls on its own.
+	// A read at the tail that does not wait (Session.Read without wait, a member's Poll)
+	// takes the watcher's latest manifest instead of reading one. Optional; nil: each
+	// follower polls on its own.
 	Watch *watch.Hub
 	// MaxBatchRecords and MaxBatchBytes bound one batch returned by Session.Next and
 	// Consumer.Next. Defaults 1000 records and 1 MiB metered, S2's read limits.

@@ -190,3 +190,52 @@ func TestWatchedFollowersSeeEveryRecordOnce(t *testing.T) {
 		t.Logf("%d commits, %d followers", commits, len(fs))
 	})
 }
+
+// TestWatchedPollTakesWatcherView: a group member with a hub that polls at the tail without
+// waiting takes the watcher's view, which costs no store request: a record committed since
+// is not seen until the watcher learns of it, and is seen as soon as it has (here, from a
+// published tail).
+func TestWatchedPollTakesWatcherView(t *testing.T) {
+	seed := seed(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(seed, 34))
+		pc := &purposeCounter{n: map[string]int{}}
+		store := objectstore.Instrument(objectstore.NewMemStore(), pc)
+		f := newFixture(t, store, manifest.DefaultConfig(), batchfmt.CompressionNone)
+		f.standard(rng, 2)
+		hub := newHub(t, func(c *watch.Config) { c.MinInterval, c.MaxInterval = time.Hour, time.Hour })
+		cfg := groupConfig(f, "g")
+		cfg.Watch = hub
+		c := openGroup(t, cfg)
+		defer c.Close(ctx)
+		var got []Record
+		for {
+			b, err := c.Poll(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Records) == 0 {
+				break
+			}
+			got = append(got, b.Records...)
+		}
+		check(t, "backlog", got, f.want)
+		from := len(f.want)
+		f.object([]batchfmt.Record{rec(f.want[from-1].ts+1, "new")})
+		polls := pc.get("poll/get")
+		if b, err := c.Poll(ctx); err != nil || len(b.Records) != 0 {
+			t.Fatalf("poll before the watcher knows: %d records, %v; want none", len(b.Records), err)
+		}
+		if n := pc.get("poll/get") - polls; n != 0 {
+			t.Fatalf("a poll at the tail made %d manifest reads, want 0", n)
+		}
+		hub.PublishTail(store, f.path, uint64(len(f.want)))
+		synctest.Wait() // the watcher's read
+		b, err := c.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "after the published tail", b.Records, f.want[from:])
+	})
+}
