@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sluice-dev/sluice/gc"
@@ -161,16 +162,20 @@ func (h *harness) checkMembers(recs []streamRecord, st *manifest.State) {
 	first := st.Tail.SeqNum - uint64(len(recs))
 	// Two members that saw the same seq_num saw the same record.
 	saw := map[uint64]string{}
+	var differ []string // reported after the lock: violate takes it
 	h.mu.Lock()
 	for i, m := range h.members {
 		for _, r := range m.recs {
 			if b, ok := saw[r.SeqNum]; ok && b != string(r.Body) {
-				h.violate("member %d saw %q at %d, an earlier member saw %q", i, r.Body, r.SeqNum, b)
+				differ = append(differ, fmt.Sprintf("member %d saw %q at %d, an earlier member saw %q", i, r.Body, r.SeqNum, b))
 			}
 			saw[r.SeqNum] = string(r.Body)
 		}
 	}
 	h.mu.Unlock()
+	for _, d := range differ {
+		h.violate("%s", d)
+	}
 	h.mu.Lock()
 	members := append([]*member(nil), h.members...)
 	h.mu.Unlock()

@@ -103,7 +103,11 @@ func (h *harness) consumerConfig(store objectstore.Store, r *rand.Rand) consumer
 // runMember runs one member; it reports whether the group has read everything.
 // A zombie member is expected to be fenced; joined (if not nil) is closed once Open returned.
 func (h *harness) runMember(ctx, pctx context.Context, name string, ps *procStore, r *rand.Rand, zombie bool, joined chan struct{}) bool {
-	c, err := consumer.Open(pctx, h.consumerConfig(ps, r), consumer.GroupOptions{})
+	hub, stopHub := h.memberHub(pctx, name, ps) // see watch.go
+	defer stopHub()
+	cfg := h.consumerConfig(ps, r)
+	cfg.Watch = hub
+	c, err := consumer.Open(pctx, cfg, consumer.GroupOptions{})
 	if joined != nil {
 		close(joined)
 	}
