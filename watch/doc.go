@@ -26,7 +26,9 @@
 // followers are woken with it and no store request is made. PublishTail only says that the
 // tail has reached a seq_num: if the watcher holds an older tail it polls at once (one
 // conditional GET for all followers). Neither resets the interval: a stream whose commits
-// are published needs no fast polling. Publishes for a stream nobody in the process follows
+// are published needs no fast polling. PublishingStore does it for every manifest written
+// through it: give it to the process's committer and producers. Publishes for a stream
+// nobody in the process follows
 // cost nothing. Lost or late publishes cost latency (up to the staleness bound), never
 // correctness: a published manifest is taken only when it is newer than the watcher's (same
 // generation, higher write counter), and a follower only ever moves forward.
