@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storemetrics"
 	"github.com/sluice-dev/sluice/server"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // Sentinel errors.
@@ -53,6 +54,7 @@ type Daemon struct {
 
 	ln       net.Listener
 	com      *committer.Committer // nil without Config.Committer
+	watch    *watch.Hub           // the readers' manifest watchers, told of the manifests written here
 	eng      *engine.Engine
 	gcRunner *gc.Runner // nil without Config.GC
 	gcCancel context.CancelFunc
@@ -109,17 +111,20 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 	if d.ln, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
 		return nil, &ListenError{Addr: cfg.Listen, Err: err}
 	}
+	if d.watch, err = watchHub(d.log, o.registerer); err != nil {
+		return nil, err
+	}
 	if cfg.Committer {
 		d.url = cfg.AdvertiseURL
 		if d.url == "" {
 			d.url = advertisedURL(d.ln.Addr(), cfg.TLS != nil)
 		}
-		if d.com, err = committer.New(committerConfig(d.store, d.url, d.log, o.registerer)); err != nil {
+		if d.com, err = committer.New(committerConfig(d.store, d.watch, d.url, d.log, o.registerer)); err != nil {
 			return nil, err
 		}
 		d.log.Info("serving as committer", slog.String("advertise_url", d.url))
 	}
-	if d.eng, err = engine.New(engineConfig(&d.cfg, d.store, d.com, d.url, d.log, o.registerer)); err != nil {
+	if d.eng, err = engine.New(engineConfig(&d.cfg, d.store, d.watch, d.com, d.url, d.log, o.registerer)); err != nil {
 		return nil, err
 	}
 	if cfg.GC {
@@ -315,6 +320,9 @@ func (d *Daemon) stopParts(ctx context.Context) error {
 		if err := d.com.Close(cctx); err != nil {
 			d.log.Warn("giving up the committer roles", "err", err)
 		}
+	}
+	if d.watch != nil {
+		d.watch.Close() // after the engine's readers and the committer's writes
 	}
 	if d.ln != nil {
 		_ = d.ln.Close()

@@ -15,25 +15,35 @@ import (
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // This file is the one place that sets the engine's, committer's and collector's config
 // fields from the daemon's Config: when those packages change their fields, only it changes.
 
-// committerConfig is the committer's config: a fresh id, the advertised URL.
-func committerConfig(store objectstore.Store, advertise string, log *slog.Logger, reg prometheus.Registerer) committer.Config {
+// watchHub is the hub of the engine's readers' manifest watchers.
+func watchHub(log *slog.Logger, reg prometheus.Registerer) (*watch.Hub, error) {
+	wcfg := watch.DefaultConfig()
+	wcfg.Logger, wcfg.Registerer = log, reg
+	return watch.New(wcfg)
+}
+
+// committerConfig is the committer's config: a fresh id, the advertised URL; the manifests it
+// writes are handed to the readers of hub (no store read to wake them).
+func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, log *slog.Logger, reg prometheus.Registerer) committer.Config {
 	ccfg := committer.DefaultConfig()
-	ccfg.Store = objectstore.WithDefaultPurpose(store, objectstore.PurposeCommit)
+	ccfg.Store = objectstore.WithDefaultPurpose(watch.PublishingStore(store, hub), objectstore.PurposeCommit)
 	ccfg.ID, ccfg.URL = "serve-"+randomHex(8), advertise
 	ccfg.Logger, ccfg.Registerer = log, reg
 	return ccfg
 }
 
 // engineConfig is the engine's config; com is the daemon's committer (nil without one) at
-// the URL advertise.
-func engineConfig(cfg *Config, store objectstore.Store, com *committer.Committer, advertise string, log *slog.Logger, reg prometheus.Registerer) engine.Config {
+// the URL advertise, hub the readers' watchers (shared with the committer).
+func engineConfig(cfg *Config, store objectstore.Store, hub *watch.Hub, com *committer.Committer, advertise string, log *slog.Logger, reg prometheus.Registerer) engine.Config {
 	ecfg := engine.DefaultConfig()
 	ecfg.Store = store
+	ecfg.Watch = hub
 	ecfg.Logger = log
 	ecfg.Registerer = reg
 	ecfg.LagInterval = cfg.LagInterval

@@ -65,6 +65,12 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the engine's clock. Default time.Now (nil is time.Now too).
 	Now func() time.Time
+	// Watch is the hub of the followers' manifest watchers (package watch). The engine's
+	// readers share it, and its producers write through watch.PublishingStore, so that a
+	// commit they make wakes the stream's readers with no store read; give the same hub to
+	// the process's committer (its store wrapped likewise). Default nil: the engine makes
+	// one with the default intervals, its Logger and Registerer, and closes it on Close.
+	Watch *watch.Hub
 	// LagInterval is how often, with a Registerer, the engine refreshes the gauges of the
 	// streams it serves (an open producer or reader): each consumer group's
 	// sluice_consumer_group_lag_records and ..._lag_seconds (labels basin, stream, group)
@@ -120,7 +126,11 @@ func (c *Config) producerConfig(st stream.Stream) producer.Config {
 	pc := c.Producer
 	pc.ObjectStore = c.Store
 	if c.Store != nil {
-		pc.ObjectStore = objectstore.WithDefaultPurpose(c.Store, objectstore.PurposeCommit)
+		var s objectstore.Store = c.Store
+		if c.Watch != nil {
+			s = watch.PublishingStore(s, c.Watch)
+		}
+		pc.ObjectStore = objectstore.WithDefaultPurpose(s, objectstore.PurposeCommit)
 	}
 	pc.Stream = st
 	pc.CreateStream = false
@@ -171,7 +181,8 @@ type Engine struct {
 	readers   map[streamKey]*consumer.Reader
 	closed    bool
 
-	watch *watch.Hub // the followers' shared manifest watchers, woken by this engine's appends
+	watch  *watch.Hub // the followers' shared manifest watchers, woken by this engine's appends
+	ownHub bool       // watch is the engine's own: Close closes it
 
 	quit    chan struct{}
 	janitor sync.WaitGroup // the idle-closing loop
@@ -194,17 +205,22 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	wcfg := watch.DefaultConfig()
-	wcfg.Logger, wcfg.Registerer = cfg.Logger, cfg.Registerer
-	hub, err := watch.New(wcfg)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+	ownHub := cfg.Watch == nil
+	if ownHub {
+		wcfg := watch.DefaultConfig()
+		wcfg.Logger, wcfg.Registerer = cfg.Logger, cfg.Registerer
+		hub, err := watch.New(wcfg)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		cfg.Watch = hub
 	}
 	e := &Engine{
 		cfg:       cfg,
 		producers: make(map[streamKey]*openProducer),
 		readers:   make(map[streamKey]*consumer.Reader),
-		watch:     hub,
+		watch:     cfg.Watch,
+		ownHub:    ownHub,
 		quit:      make(chan struct{}),
 		metrics:   newMetrics(cfg.Registerer),
 	}
@@ -235,7 +251,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	close(e.quit)
 	e.janitor.Wait()
-	defer e.watch.Close() // after the producers: followers see their last commits
+	if e.ownHub {
+		defer e.watch.Close() // after the producers: followers see their last commits
+	}
 	defer e.closers.Wait()
 	var errs []error
 	for _, op := range ps {
