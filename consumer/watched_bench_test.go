@@ -93,25 +93,29 @@ func idleRequestRate(b *testing.B, streams, perStream int, shared bool) float64 
 
 // BenchmarkAppendToDeliveryWatched measures the time from Append to the delivery of the
 // record to a follower sharing a hub, on the file store with a 10 ms flush interval, appends
-// paced 2 ms apart: with every acknowledged tail published to the hub (as the engine does),
-// and with none (a follower in another process than the writer: the hub's polls alone).
-// Reports p50 and p99 in ms, and the manifest polls per second.
+// paced 2 ms apart: with the producer writing through watch.PublishingStore (as in the
+// daemon: no read to wake the follower), with every acknowledged tail published to the hub
+// (one shared poll per commit), and with neither (a follower in another process than the
+// writer: the hub's polls alone). Reports p50 and p99 in ms, and manifest polls per second.
 func BenchmarkAppendToDeliveryWatched(b *testing.B) {
-	for _, mode := range []string{"publish", "polls"} {
+	for _, mode := range []string{"store", "tail", "polls"} {
 		b.Run(mode, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			pc := &purposeCounter{n: map[string]int{}}
 			store := objectstore.Instrument(storetest.File(b), pc)
+			hub := newHub(b, nil)
 			pcfg := producer.DefaultConfig()
 			pcfg.ObjectStore = store
+			if mode == "store" {
+				pcfg.ObjectStore = watch.PublishingStore(store, hub)
+			}
 			pcfg.FlushInterval = 10 * time.Millisecond
 			p, err := producer.New(ctx, pcfg)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer p.Close(context.Background())
-			hub := newHub(b, nil)
 			cfg := DefaultConfig()
 			cfg.ObjectStore, cfg.Watch = store, hub
 			r, err := NewReader(cfg)
@@ -124,7 +128,7 @@ func BenchmarkAppendToDeliveryWatched(b *testing.B) {
 			}
 			defer s.Close()
 			var onAck func(producer.Ack)
-			if mode == "publish" {
+			if mode == "tail" {
 				onAck = func(a producer.Ack) { hub.PublishTail(store, cfg.Stream.ManifestKey(), a.Tail.SeqNum) }
 			}
 			start := time.Now()
