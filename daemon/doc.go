@@ -1,7 +1,9 @@
 // Package daemon is the sluice daemon, assembled: S2's HTTP API (package server) over an
 // engine of the store's streams (package engine), a committer for other producers and
 // daemons (package committer), retention and garbage collection (package gc), /health and
-// /metrics, on one listening port. `sluice serve` is a thin command over it; a Go program
+// /metrics, on one listening port. The engine's readers share one manifest watcher per
+// stream (package watch), to which the committer and the producers hand every manifest they
+// write, so that a commit made here wakes them with no store read. `sluice serve` is a thin command over it; a Go program
 // runs the same daemon in process with New and Run.
 //
 //	d, err := daemon.New(ctx, cfg, daemon.WithLogger(log))
