@@ -356,3 +356,27 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestCloseEndsWaitOfSubscription: closing a subscription ends a Wait of it in progress,
+// from another goroutine, with ErrClosed.
+func TestCloseEndsWaitOfSubscription(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStream(t, objectstore.NewMemStore())
+		h := newHub(t, func(c *watch.Config) { c.MinInterval, c.MaxInterval = time.Hour, time.Hour })
+		sub := subscribe(t, h, s.store)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := sub.Wait(context.Background(), s.load())
+			errc <- err
+		}()
+		synctest.Wait()
+		closed := time.Now()
+		sub.Close()
+		if err := <-errc; !errors.Is(err, watch.ErrClosed) {
+			t.Fatalf("wait after its subscription closed: %v", err)
+		}
+		if d := time.Since(closed); d != 0 {
+			t.Fatalf("the wait ended %v after Close, want at once", d)
+		}
+	})
+}

@@ -118,6 +118,7 @@ func (s *Subscription) Close() error {
 	s.once.Do(func() {
 		s.w.mu.Lock()
 		s.closed = true
+		s.w.broadcastLocked() // a Wait of this subscription in progress returns ErrClosed
 		s.w.mu.Unlock()
 		s.h.release(s.w)
 	})
