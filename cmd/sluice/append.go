@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/batchfmt"
-	"github.com/sluice-dev/sluice/committer/commitclient"
-	"github.com/sluice-dev/sluice/producer"
 )
 
 // maxLineBytes bounds one stdin line: a record is at most 1 MiB metered, and its base64 or
@@ -133,21 +131,12 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		}
 		g.createsStore = true
 	}
-	e, st, err := openStream(ctx, g, &f.basin, name)
+	b, err := openBackend(ctx, g, &f.basin)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	if f.create && f.basin != "" {
-		// As stream create does: without the basin's marker, the daemon's API and gc do
-		// not see the basin's streams.
-		if err := ensureBasin(ctx, e, f.basin); err != nil {
-			return err
-		}
-	}
-	p, err := e.newProducer(ctx, st, f.create, f.deliveryTimeout, func(c *producer.Config) {
-		c.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}
-	})
+	defer b.close()
+	p, err := b.openAppender(ctx, name, appendOptions{create: f.create, deliveryTimeout: f.deliveryTimeout, committer: f.committer, committerToken: f.committerToken})
 	if err != nil {
 		return err
 	}
@@ -169,13 +158,13 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 	go func() {
 		defer close(printerDone)
 		for t := range tickets {
-			ack, err := t.t.Wait(context.Background())
+			ack, err := t.t.wait()
 			if err != nil {
-				fail(e.streamErr(name, appendErr(err)))
+				fail(err)
 				continue
 			}
 			stats.acked.Add(int64(t.records))
-			if err := out.write(ackJSON{Start: posJSON(ack.Start), End: posJSON(ack.End), Tail: posJSON(ack.Tail)}); err != nil {
+			if err := out.write(ack); err != nil {
 				fail(err)
 			}
 		}
@@ -209,9 +198,9 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 	go readLines(stdin, f.format, lines, readerQuit)
 
 	submit := func(in batchfmt.AppendInput) error {
-		t, err := p.Append(context.Background(), in)
+		t, err := p.submit(in)
 		if err != nil {
-			return e.streamErr(name, appendErr(err))
+			return err
 		}
 		// The printer drains tickets until the channel is closed, even after a failure.
 		tickets <- appendTicket{t: t, records: len(in.Records)}
@@ -281,7 +270,7 @@ loop:
 	}
 	close(tickets)
 	<-printerDone
-	cerr := closeProducer(p)
+	cerr := p.close()
 	close(progQuit)
 	<-progDone
 	if showProgress {
@@ -293,13 +282,13 @@ loop:
 	case stopErr != nil:
 		return fmt.Errorf("%w (%d records acknowledged; their acks are on stdout)", stopErr, stats.acked.Load())
 	case cerr != nil:
-		return e.streamErr(name, cerr)
+		return cerr
 	}
 	return nil
 }
 
 type appendTicket struct {
-	t       *producer.Ticket
+	t       ackWaiter
 	records int
 }
 

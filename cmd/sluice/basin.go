@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -87,14 +86,16 @@ Basin names follow S2's rule:
 				return err
 			}
 			g.createsStore = true
-			return withEngine(ctx, g, func(e *libEnv, en *engine.Engine) error {
-				info, err := en.CreateBasin(ctx, args[0], nil)
-				if err != nil {
-					return e.basinErr(args[0], err)
-				}
-				e.log.Debug("basin created", "basin", args[0])
-				return printJSON(cmd.OutOrStdout(), basinInfo(info))
-			})
+			b, err := openBackend(ctx, g, nil)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			info, err := b.createBasin(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), info)
 		},
 	}
 }
@@ -116,30 +117,17 @@ null: a deleted basin is gone.)`,
 			if limit < 0 {
 				return fmt.Errorf("invalid value %d for --limit: must be >= 0 (0 = all)", limit)
 			}
-			return withEngine(ctx, g, func(_ *libEnv, en *engine.Engine) error {
-				out := newJSONOut(cmd.OutOrStdout())
-				for n := 0; limit == 0 || n < limit; {
-					page := s2api.MaxListLimit
-					if limit > 0 {
-						page = min(page, limit-n)
-					}
-					infos, more, err := en.ListBasins(ctx, prefix, startAfter, page)
-					if err != nil {
-						return fmt.Errorf("listing basins in store %s: %w%s", redactURL(g.store), err, storeHint(err))
-					}
-					for _, info := range infos {
-						if err := out.writeNoFlush(basinInfo(info)); err != nil {
-							return err
-						}
-						n++
-					}
-					if !more || len(infos) == 0 {
-						break
-					}
-					startAfter = infos[len(infos)-1].Name
-				}
-				return out.flush()
-			})
+			b, err := openBackend(ctx, g, nil)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			out := newJSONOut(cmd.OutOrStdout())
+			if err := b.listBasins(ctx, prefix, startAfter, limit, func(info s2api.BasinInfo) error { return out.writeNoFlush(info) }); err != nil {
+				_ = out.flush()
+				return err
+			}
+			return out.flush()
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "list only basins whose names start with this")
@@ -165,29 +153,15 @@ afterwards are left for "sluice gc". It prints {"deleted":NAME}.`,
 			if err := validateBasinArg(args[0]); err != nil {
 				return err
 			}
-			return withEngine(ctx, g, func(e *libEnv, en *engine.Engine) error {
-				if err := en.DeleteBasin(ctx, args[0]); err != nil {
-					return e.basinErr(args[0], err)
-				}
-				e.log.Debug("basin deleted", "basin", args[0])
-				return printJSON(cmd.OutOrStdout(), map[string]string{"deleted": args[0]})
-			})
+			b, err := openBackend(ctx, g, nil)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			if err := b.deleteBasin(ctx, args[0]); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), map[string]string{"deleted": args[0]})
 		},
 	}
-}
-
-// withEngine runs fn with the command's store (the root namespace) and an engine on it, for
-// the basin operations the CLI shares with the daemon.
-func withEngine(ctx context.Context, g *globals, fn func(*libEnv, *engine.Engine) error) error {
-	e, err := openLib(ctx, g, nil)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	en, err := newEngine(e)
-	if err != nil {
-		return err
-	}
-	defer en.Close(context.Background())
-	return fn(e, en)
 }

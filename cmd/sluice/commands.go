@@ -81,23 +81,23 @@ arrive: sluice read STREAM --tail-offset 0 --follow.`,
 			if interval <= 0 {
 				return fmt.Errorf("invalid value %v for --interval: must be positive", interval)
 			}
-			e, err := openLib(ctx, g, &basin)
+			b, err := openBackend(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
-			defer e.close()
+			defer b.close()
 			out := newJSONOut(cmd.OutOrStdout())
-			var last *manifest.Position
+			var last *positionJSON
 			for {
-				_, snap, err := e.load(ctx, args[0])
+				t, err := b.tail(ctx, args[0])
 				if err != nil {
 					if follow && ctx.Err() != nil {
 						return nil
 					}
 					return err
 				}
-				if t := snap.State.Tail; last == nil || *last != t {
-					if err := out.write(map[string]positionJSON{"tail": posJSON(t)}); err != nil {
+				if last == nil || *last != t {
+					if err := out.write(map[string]positionJSON{"tail": t}); err != nil {
 						return err
 					}
 					last = &t
@@ -122,25 +122,17 @@ arrive: sluice read STREAM --tail-offset 0 --follow.`,
 // commandAppend appends one command record and prints its ack.
 func commandAppend(cmd *cobra.Command, g *globals, basin *string, name string, rec batchfmt.Record, fencing *string, matchSeq *uint64) error {
 	ctx := cmd.Context()
-	e, st, err := openStream(ctx, g, basin, name)
+	b, err := openBackend(ctx, g, basin)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	p, err := e.newProducer(ctx, st, false, defaultCLIDeliveryTimeout)
-	if err != nil {
-		return err
-	}
+	defer b.close()
 	in := batchfmt.AppendInput{Records: []batchfmt.Record{rec}, FencingToken: fencing, MatchSeqNum: matchSeq}
-	ack, aerr := p.AppendSync(ctx, in)
-	cerr := closeProducer(p)
-	if aerr != nil {
-		return e.streamErr(name, appendErr(aerr))
+	ack, err := b.appendSync(ctx, name, in)
+	if err != nil {
+		return err
 	}
-	if cerr != nil {
-		return e.streamErr(name, cerr)
-	}
-	return newJSONOut(cmd.OutOrStdout()).write(ackJSON{Start: posJSON(ack.Start), End: posJSON(ack.End), Tail: posJSON(ack.Tail)})
+	return newJSONOut(cmd.OutOrStdout()).write(ack)
 }
 
 // conditionFlags are --fencing-token and --match-seq-num.

@@ -141,28 +141,24 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	e, st, err := openStream(ctx, g, &f.basin, name)
+	b, err := openBackend(ctx, g, &f.basin)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	r, err := e.newReader(st)
-	if err != nil {
-		return err
-	}
-	sess, err := r.Open(ctx, req)
+	defer b.close()
+	sess, err := b.openRead(ctx, name, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return e.readErr(name, err)
+		return err
 	}
-	defer sess.Close()
+	defer sess.close()
 	out := newJSONOut(cmd.OutOrStdout())
 	for {
-		b, err := sess.Next(ctx)
+		recs, err := sess.next(ctx)
 		if err == nil {
-			err = writeRecords(out, f.format, b.Records)
+			err = writeRecords(out, f.format, recs)
 			if err == nil {
 				err = out.flush()
 			}
@@ -176,7 +172,7 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 			return out.flush()
 		default:
 			_ = out.flush()
-			return e.readErr(name, err)
+			return err
 		}
 	}
 }

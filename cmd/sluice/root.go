@@ -15,6 +15,9 @@ type globals struct {
 	store     string
 	logLevel  string
 	logFormat string
+	// endpoint and token name a daemon and the caller's token: with endpoint set, the
+	// stream and basin commands go through the daemon's S2 API instead of the store.
+	endpoint, token string
 	// createsStore is set by the commands that may make a new store (stream create, basin
 	// create, append --create): for the others a missing directory of a file store given with --store (or
 	// its variable or config key) is an error, a mistyped path, not an empty store to create.
@@ -50,17 +53,32 @@ Store URLs:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return applyConfig(cmd)
+			// A --store or --endpoint on the command line (or in the environment) wins
+			// over the other from a weaker level, as a shared config file may hold both.
+			if cmd.Flags().Lookup("endpoint") != nil {
+				markExclusive(cmd, "store", "endpoint")
+			}
+			if err := applyConfig(cmd); err != nil {
+				return err
+			}
+			return checkMode(cmd, g)
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.store, "store", defaultStore, "object store URL")
+	pf.StringVar(&g.endpoint, "endpoint", "", "a daemon's URL (http://host:port): the stream and basin commands go through its S2 API instead of --store")
+	pf.StringVar(&g.token, "token", "", "with --endpoint, the caller's bearer token (prefer SLUICE_TOKEN: flags show in ps)")
 	pf.String("config", "", "YAML config file whose keys are flag names") // read by applyConfig
 	pf.Var(newEnum(&g.logLevel, "info", "debug", "info", "warn", "error"), "log-level", "log level: debug, info, warn or error")
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
 	root.AddCommand(newServeCmd(g))
-	root.AddCommand(newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newBasinCmd(g), newFenceCmd(g), newTrimCmd(g), newInspectCmd(g), newConsumeCmd(g), newGroupsCmd(g), newGCCmd(g))
-	root.AddCommand(newTokenCmd())
+	// These work on the store or, with --endpoint, through a daemon's S2 API.
+	for _, c := range []*cobra.Command{newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newBasinCmd(g), newFenceCmd(g), newTrimCmd(g)} {
+		root.AddCommand(throughDaemon(c))
+	}
+	// These need the store: with --endpoint, checkMode refuses them.
+	root.AddCommand(newInspectCmd(g), newConsumeCmd(g), newGroupsCmd(g), newGCCmd(g))
+	root.AddCommand(newTokenCmd(g))
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newBenchCmd(g))
 	root.Version = buildVersion()

@@ -8,11 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/s2api"
-	"github.com/sluice-dev/sluice/stream"
 )
 
 func newStreamCmd(g *globals) *cobra.Command {
@@ -190,20 +188,14 @@ It fails if the stream exists. It prints the stream and its configuration as JSO
 				return err
 			}
 			g.createsStore = true
-			e, st, err := openStream(ctx, g, &basin, args[0])
+			b, err := openBackend(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			if basin != "" {
-				if err := ensureBasin(ctx, e, basin); err != nil {
-					return err
-				}
+			defer b.close()
+			if err := b.createStream(ctx, args[0], cfg); err != nil {
+				return err
 			}
-			if _, err := manifest.Open(e.store, st.ManifestKey()).Create(ctx, cfg, time.Now()); err != nil {
-				return e.streamErr(args[0], err)
-			}
-			e.log.Debug("stream created", "stream", args[0], "basin", basin)
 			return printJSON(cmd.OutOrStdout(), streamInfoJSON{Stream: args[0], Basin: basin, Config: configJSON(cfg)})
 		},
 	}
@@ -237,39 +229,30 @@ writes. A shorter retention takes effect at the next GC pass.
 					return err
 				}
 			}
-			e, err := openLib(ctx, g, &basin)
+			b, err := openBackend(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			var snap *manifest.Snapshot
+			defer b.close()
+			var change func(*manifest.Config) error
 			if cf.changed(cmd) {
-				st, err := e.locate(args[0])
-				if err != nil {
-					return err
-				}
-				snap, err = manifest.Open(e.store, st.ManifestKey()).Update(ctx, func(s *manifest.State) error {
-					c := s.Config
-					if err := cf.apply(cmd, &c); err != nil {
+				change = func(c *manifest.Config) error {
+					next := *c
+					if err := cf.apply(cmd, &next); err != nil {
 						return err
 					}
-					if c == s.Config {
+					if next == *c {
 						return manifest.ErrNoChange
 					}
-					s.Config = c
+					*c = next
 					return nil
-				})
-				if err != nil {
-					return e.streamErr(args[0], err)
-				}
-				e.log.Debug("stream reconfigured", "stream", args[0], "basin", basin)
-			} else {
-				_, snap, err = e.load(ctx, args[0])
-				if err != nil {
-					return err
 				}
 			}
-			return printJSON(cmd.OutOrStdout(), streamInfoJSON{Stream: args[0], Basin: basin, Config: configJSON(snap.State.Config)})
+			cfg, err := b.streamConfig(ctx, args[0], change)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), streamInfoJSON{Stream: args[0], Basin: basin, Config: configJSON(cfg)})
 		},
 	}
 	addBasinFlag(cmd, &basin)
@@ -297,35 +280,15 @@ UTC; deleted_at is always null: a deleted stream is gone). It reads each stream'
 			if limit < 0 {
 				return fmt.Errorf("invalid value %d for --limit: must be >= 0 (0 = all)", limit)
 			}
-			e, err := openLib(ctx, g, &basin)
+			b, err := openBackend(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			// One walk of the store, names sorted (paging catalog.ListStreams would walk
-			// every stream once per page).
-			names, err := catalog.StreamNames(ctx, e.store, basin, prefix)
-			if err != nil {
-				return fmt.Errorf("listing streams in store %s: %w%s", redactURL(g.store), err, storeHint(err))
-			}
+			defer b.close()
 			out := newJSONOut(cmd.OutOrStdout())
-			n := 0
-			for _, name := range names {
-				if name <= startAfter || (limit > 0 && n >= limit) {
-					continue
-				}
-				st, _ := stream.Locate(basin, name)
-				snap, err := manifest.Open(e.store, st.ManifestKey()).Load(ctx)
-				if errors.Is(err, manifest.ErrNotExist) {
-					continue // deleted meanwhile (as the API's list skips it)
-				}
-				if err != nil {
-					return e.streamErr(name, err)
-				}
-				if err := out.writeNoFlush(listedStream(name, snap.State)); err != nil {
-					return err
-				}
-				n++
+			if err := b.listStreams(ctx, prefix, startAfter, limit, func(info s2api.StreamInfo) error { return out.writeNoFlush(info) }); err != nil {
+				_ = out.flush()
+				return err
 			}
 			return out.flush()
 		},
@@ -357,25 +320,20 @@ It prints {"deleted":NAME,"objects":N}, N counting the manifest.`,
 		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, err := openLib(ctx, g, &basin)
+			b, err := openBackend(ctx, g, &basin)
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			if _, _, err := e.load(ctx, args[0]); err != nil {
-				return err // with the CLI's own words for a stream that does not exist
-			}
-			en, err := newEngine(e)
+			defer b.close()
+			n, err := b.deleteStream(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer en.Close(context.Background())
-			n, err := en.DeleteStream(ctx, basin, args[0])
-			if err != nil {
-				return e.streamErr(args[0], err)
+			out := map[string]any{"deleted": args[0]}
+			if n != nil {
+				out["objects"] = *n
 			}
-			e.log.Debug("stream deleted", "stream", args[0], "basin", basin, "objects", n)
-			return printJSON(cmd.OutOrStdout(), map[string]any{"deleted": args[0], "objects": n})
+			return printJSON(cmd.OutOrStdout(), out)
 		},
 	}
 	addBasinFlag(cmd, &basin)

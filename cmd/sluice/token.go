@@ -11,15 +11,14 @@ import (
 	"github.com/sluice-dev/sluice/s2api"
 )
 
-// tokenFlags are the daemon's address and the caller's token, for the token commands.
-type tokenFlags struct {
-	endpoint, token string
-}
+// tokenFlags are the daemon's address and the caller's token (the global --endpoint and
+// --token), for the token commands.
+type tokenFlags struct{ g *globals }
 
-func (f *tokenFlags) client() (*apiClient, error) { return newAPIClient(f.endpoint, f.token) }
+func (f *tokenFlags) client() (*apiClient, error) { return newAPIClient(f.g.endpoint, f.g.token) }
 
-func newTokenCmd() *cobra.Command {
-	f := &tokenFlags{}
+func newTokenCmd(g *globals) *cobra.Command {
+	f := &tokenFlags{g: g}
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue, list and revoke a daemon's access tokens",
@@ -28,9 +27,6 @@ its S2 API (/v1/access-tokens): --endpoint names the daemon, --token (better: SL
 since flags show in ps) is the caller's token, the root token or a token allowed to manage
 tokens. A token can issue only scopes within its own. See docs/access.md.`,
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.endpoint, "endpoint", "", "the daemon's URL, e.g. http://127.0.0.1:8080")
-	pf.StringVar(&f.token, "token", "", "the caller's bearer token (prefer SLUICE_TOKEN: flags show in ps)")
 	cmd.AddCommand(newTokenIssueCmd(f), newTokenListCmd(f), newTokenRevokeCmd(f))
 	return cmd
 }
