@@ -29,9 +29,9 @@ func (b *apiBackend) openAppender(ctx context.Context, name string, o appendOpti
 		if err != nil && daemonCode(err) != s2api.CodeResourceAlreadyExists {
 			return nil, b.streamErr(name, err)
 		}
-	} else if _, err := b.tail(ctx, name); err != nil {
-		return nil, err // a missing stream is named before stdin is read, as on a store
 	}
+	// A missing stream is named by the first append's refusal (a check-tail first would
+	// need an operation that a token made to append may not have).
 	a := &apiAppender{b: b, name: name, timeout: o.deliveryTimeout, queue: make(chan *apiTicket, apiAppendQueue), done: make(chan struct{})}
 	go a.run()
 	return a, nil

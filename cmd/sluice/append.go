@@ -65,7 +65,11 @@ appends (a deleted bucket, revoked credentials) or does not answer is a failure 
 append has waited --delivery-timeout for it (nothing of that append is in the stream);
 until then sluice retries, and logs each failed attempt. On SIGINT/SIGTERM it stops
 reading, flushes what it read, and exits 1. Progress goes to stderr when stderr is a
-terminal, or with --progress.`,
+terminal, or with --progress.
+
+Through a daemon (--endpoint), each append is one S2 append call, sent one at a time in
+order; --delivery-timeout bounds each call, a failed one is not retried and the appends
+behind it are not sent. --committer needs a store.`,
 		Example: `  seq 1 100000 | sluice append numbers
   echo '{"headers":[["type","greeting"]],"body":"hello"}' | sluice append events --format json
   sluice read src --format base64 --skip-commands | sluice append copy --format base64`,

@@ -206,4 +206,14 @@ func TestDaemonCLIRefusesBadAndScopedTokens(t *testing.T) {
 			t.Errorf("sluice %q with a read-only token: exit %d stderr %q, want 1 and the 403 named", c.args, r.code, r.stderr)
 		}
 	}
+
+	// A token that may only append (access.md's service) can use sluice append, and nothing else.
+	r = c.ok("", "token", "issue", "writer", "--basins", "exact:scope-basin", "--streams", "exact:orders", "--ops", "append")
+	writer := newCLI(t, backend{name: "daemon"})
+	writer.env = []string{"SLUICE_ENDPOINT=" + base, "SLUICE_TOKEN=" + decodeJSON[struct {
+		AccessToken string `json:"access_token"`
+	}](t, r.stdout).AccessToken, "SLUICE_BASIN=scope-basin"}
+	checkAcks(t, jsonLines[ack](t, writer.ok("two\nthree\n", "append", "orders").stdout), 1, 2)
+	writer.fails("", []string{"403 permission_denied"}, "read", "orders")
+	writer.fails("x\n", []string{"403 permission_denied"}, "append", "other")
 }

@@ -41,7 +41,7 @@ type libEnv struct {
 
 // addBasinFlag adds --basin to a command that names streams.
 func addBasinFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "basin", "", `basin of the stream ("" = the root namespace; the daemon's S2 API serves streams under basins)`)
+	cmd.Flags().StringVar(p, "basin", "", `basin of the stream ("" = the root namespace, which a daemon's S2 API does not serve: required with --endpoint)`)
 }
 
 // openLib opens the logger and the store of a library-mode command. Close the store when done.

@@ -9,7 +9,9 @@
 // Commands: serve (the daemon) and, in library mode (working on the store named by --store
 // directly, no daemon needed): append, read, tail, stream create|list|delete|config, basin
 // create|list|delete, fence, trim, inspect, gc --once and consume; token issue|list|revoke
-// manages a daemon's access tokens through its API (--endpoint, --token). Library-mode commands print
+// manages a daemon's access tokens through its API (--endpoint, --token). With --endpoint, the
+// basin and stream commands, append, read, tail, trim and fence go through the daemon's S2 API
+// instead (see backend.go); the others refuse it. The commands print
 // JSON (one value per line for streams of values) on stdout, logs and errors on stderr, and
 // exit 0 on success, 1 on any failure with one line "sluice: <what went wrong>" naming the
 // flag, value or stream at fault.

@@ -41,6 +41,11 @@ Every flag can also be set with an environment variable SLUICE_<FLAG> (upper cas
 --config whose keys are flag names. Precedence: command line, then environment, then config
 file, then default.
 
+With --endpoint URL (or SLUICE_ENDPOINT) and --token (better: SLUICE_TOKEN), the basin and
+stream commands, append, read, tail, trim and fence go through that daemon's S2 API instead
+of the store, with the same flags and output; they then need --basin (or SLUICE_BASIN) for
+streams. gc, inspect, consume and groups need the store and refuse --endpoint.
+
 Store URLs:
   file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
   s3://bucket/prefix?region=R&endpoint=URL&path_style=true

@@ -316,7 +316,8 @@ and its producers and consumers fail), then its batch and segment objects: those
 manifest referenced and those written before its last commit. This cannot be undone.
 Objects written after that (by a producer still running, or by a stream created again
 under the same name meanwhile, whose objects are never touched) are left for "sluice gc".
-It prints {"deleted":NAME,"objects":N}, N counting the manifest.`,
+It prints {"deleted":NAME,"objects":N}, N counting the manifest; through a daemon
+(--endpoint), the daemon deletes it and it prints {"deleted":NAME}.`,
 		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
