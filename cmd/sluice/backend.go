@@ -83,30 +83,39 @@ func throughDaemon(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// worksThroughDaemon reports whether cmd or a parent is marked by throughDaemon, or manages
-// its own endpoint (token, bench), or needs none (serve, version, help).
-func worksThroughDaemon(cmd *cobra.Command) bool {
+// goesThroughDaemon reports whether cmd or a parent is marked by throughDaemon.
+func goesThroughDaemon(cmd *cobra.Command) bool {
 	for c := cmd; c != nil; c = c.Parent() {
 		if c.Annotations[daemonAnnotation] != "" {
 			return true
 		}
-		if c.HasParent() && !c.Parent().HasParent() { // a top-level command
+	}
+	return false
+}
+
+// ignoresEndpoint reports whether cmd is one that --endpoint does not concern: it manages its
+// own endpoint (token, bench), or needs none (serve, version, help, the root).
+func ignoresEndpoint(cmd *cobra.Command) bool {
+	for c := cmd; c.HasParent(); c = c.Parent() {
+		if !c.Parent().HasParent() { // a top-level command
 			switch c.Name() {
 			case "serve", "version", "help", "token", "bench", "completion":
 				return true
 			}
+			return false
 		}
 	}
-	return !cmd.HasParent()
+	return true
 }
 
-// checkMode refuses a store-only command when --endpoint is set, and --endpoint with
-// --store. It runs after the flags are read (command line, environment, file).
+// checkMode refuses a store-only command when --endpoint is set, and --endpoint with --store
+// for the commands that go through a daemon. It runs after the flags are read (command line,
+// environment, file).
 func checkMode(cmd *cobra.Command, g *globals) error {
-	if g.endpoint == "" {
+	switch {
+	case g.endpoint == "" || ignoresEndpoint(cmd):
 		return nil
-	}
-	if !worksThroughDaemon(cmd) {
+	case !goesThroughDaemon(cmd):
 		return fmt.Errorf("%s works on a store, not through a daemon: --endpoint (or SLUICE_ENDPOINT) is set to %s; run it with --store where the store is reachable, with SLUICE_ENDPOINT unset (through a daemon: basin, stream, append, read, tail, trim, fence)",
 			cmd.CommandPath(), redactURL(g.endpoint))
 	}

@@ -161,6 +161,11 @@ func TestStoreOnlyCommandsRefuseEndpoint(t *testing.T) {
 	c.fails("", []string{"--store and --endpoint exclude each other"}, "tail", "s", "--store", "./d", "--endpoint", "http://127.0.0.1:1")
 	// --store on the command line wins over SLUICE_ENDPOINT: the command runs on the store.
 	c.fails("", []string{"--store ./d: directory", "does not exist"}, "tail", "s", "--store", "./d")
+	// serve is the daemon: a shared environment's SLUICE_ENDPOINT does not concern it.
+	base := startServe(t, c.dir, []string{"SLUICE_ENDPOINT=http://127.0.0.1:1", "SLUICE_STORE=./served"})
+	if code, body := httpGet(t, base+"/health"); code != 200 {
+		t.Errorf("serve with SLUICE_ENDPOINT and SLUICE_STORE set: /health %d %q", code, body)
+	}
 	c.env = []string{"SLUICE_ENDPOINT=http://127.0.0.1:1"}
 	c.fails("", []string{"--basin (or SLUICE_BASIN) is required with --endpoint", "root namespace"}, "read", "s")
 	c.fails("", []string{"--queue-mode needs a store"}, "stream", "create", "q", "--queue-mode", "--basin", "some-basin")
