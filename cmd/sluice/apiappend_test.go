@@ -53,7 +53,7 @@ func TestAPIAppenderSendsInOrderOneAtATime(t *testing.T) {
 		fmt.Fprintf(w, `{"start":{"seq_num":%d,"timestamp":1},"end":{"seq_num":%d,"timestamp":1},"tail":{"seq_num":%d,"timestamp":1}}`, start, next, next)
 	}))
 	defer srv.Close()
-	b, err := newAPIBackend(&globals{endpoint: srv.URL}, ptrTo("some-basin"))
+	b, err := newAPIBackend(&globals{endpoint: srv.URL, logLevel: "info", logFormat: "text"}, ptrTo("some-basin"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 
@@ -16,6 +17,7 @@ import (
 // few of the daemon's calls, made with the caller's token (--token).
 type apiBackend struct {
 	g     *globals
+	log   *slog.Logger
 	c     *apiClient
 	basin string // the streams' basin; "" for the basin commands
 }
@@ -38,10 +40,14 @@ func newAPIBackend(g *globals, basin *string) (*apiBackend, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	log, err := newLogger(g.logLevel, g.logFormat)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	b := &apiBackend{g: g, c: c}
+	b := &apiBackend{g: g, c: c, log: log}
 	if basin != nil {
 		b.basin = *basin
 	}
