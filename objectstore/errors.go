@@ -45,6 +45,11 @@ var (
 	// Manifest loads return it at once. (A 403 for a skewed clock is normally absorbed by
 	// the AWS SDK, which corrects its clock offset and retries reads.)
 	ErrAccessDenied = errors.New("objectstore: access denied")
+	// ErrThrottled: the store refused the request for its rate (S3's 503 SlowDown, GCS's and
+	// Azure's 429, Azure's 503 ServerBusy): nothing was applied, and the same request may
+	// succeed after a pause. A conditional put refused so is not a lost race: the writer
+	// backs off and retries against the same version (see WriteLimiter).
+	ErrThrottled = errors.New("objectstore: throttled")
 )
 
 // Refused reports whether err says the store refuses the request as such: the bucket does
@@ -101,7 +106,7 @@ func NewOpError(op, key string, kind, cause error) *OpError {
 // ErrorClass returns a short, stable label for err, for metrics: "" for nil, then
 // "not_found", "precondition_failed", "not_modified", "outcome_unknown", "invalid_key",
 // "closed", "corrupt", "conditions_unsupported", "inconsistent", "no_bucket",
-// "access_denied", then the class a cause names with a method ErrorClass() string
+// "access_denied", "throttled", then the class a cause names with a method ErrorClass() string
 // (faultstore's injected faults: "injected"), then "canceled", "deadline", or "other".
 func ErrorClass(err error) string {
 	var classed interface{ ErrorClass() string }
@@ -130,6 +135,8 @@ func ErrorClass(err error) string {
 		return "no_bucket"
 	case errors.Is(err, ErrAccessDenied):
 		return "access_denied"
+	case errors.Is(err, ErrThrottled):
+		return "throttled"
 	case errors.As(err, &classed):
 		return classed.ErrorClass()
 	case errors.Is(err, context.Canceled):

@@ -128,3 +128,6 @@ func (in *instrumented) List(ctx context.Context, prefix, startAfter string, lim
 }
 
 func (in *instrumented) Close() error { return in.inner.Close() }
+
+// Unwrap returns the instrumented store.
+func (in *instrumented) Unwrap() Store { return in.inner }
