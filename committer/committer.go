@@ -180,7 +180,7 @@ func (c *Committer) stream(path string) (*stream, error) {
 	}
 	s := c.streams[path]
 	if s == nil {
-		s = &stream{c: c, path: path, m: manifest.Open(c.cfg.Store, path), queue: make(chan *pending, 1024)}
+		s = &stream{c: c, path: path, m: manifest.Open(c.cfg.Store, path), queue: make(chan *pending, 1024), pace: manifest.NewPacer(c.cfg.Store, nil)}
 		c.streams[path] = s
 		c.m.streams.Inc()
 		c.wg.Add(1)

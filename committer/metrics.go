@@ -7,10 +7,10 @@ import (
 )
 
 type metrics struct {
-	writes, writeErrors, roleChanges, requests, checkpoints prometheus.Counter
-	batchesPerWrite, requestsPerWrite                       prometheus.Histogram
-	writeSeconds, requestSeconds                            prometheus.Histogram
-	streams                                                 prometheus.Gauge
+	writes, writeErrors, throttled, roleChanges, requests, checkpoints prometheus.Counter
+	batchesPerWrite, requestsPerWrite                                  prometheus.Histogram
+	writeSeconds, requestSeconds                                       prometheus.Histogram
+	streams                                                            prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -22,7 +22,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m := &metrics{
 		writes:           c("manifest_writes_total", "Manifest writes that committed requests."),
-		writeErrors:      c("manifest_write_errors_total", "Failed manifest writes (conflicts not counted), retried."),
+		writeErrors:      c("manifest_write_errors_total", "Failed manifest writes (conflicts and throttling not counted), retried."),
+		throttled:        c("manifest_writes_throttled_total", "Manifest writes the store refused for its rate, retried after a backoff."),
 		roleChanges:      c("role_changes_total", "Times this committer took a stream's role from another or from none."),
 		requests:         c("requests_total", "Commit requests received."),
 		checkpoints:      c("checkpoints_total", "Consumer group checkpoints written with commits."),
@@ -49,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.writeErrors, m.roleChanges, m.requests, m.checkpoints, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds, m.streams}
+	return []prometheus.Collector{m.writes, m.writeErrors, m.throttled, m.roleChanges, m.requests, m.checkpoints, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds, m.streams}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
 )
 
 // pending is a request waiting for its stream's loop.
@@ -27,6 +28,7 @@ type stream struct {
 	snap  *manifest.Snapshot // loop only; nil: read it first
 	held  bool               // the last write took or renewed the role
 	users int                // Commit calls about to queue a request (guarded by c.mu)
+	pace  *manifest.Pacer    // loop only: the store's per-key write limit
 }
 
 func (s *stream) loop() {
@@ -38,6 +40,13 @@ func (s *stream) loop() {
 		select {
 		case pr := <-s.queue:
 			group = append(group, pr)
+			// Within the store's write limit of the last write, wait: what arrives meanwhile
+			// joins this write.
+			if s.pace.Wait(s.c.ctx) != nil {
+				s.answerAll(group, &wire.Error{Code: wire.CodeStopping, Message: "committer closed"})
+				s.drain()
+				return
+			}
 		case <-s.c.ctx.Done():
 			s.drain()
 			return
@@ -128,6 +137,10 @@ func (s *stream) commit(group []*pending) {
 			s.answer(group, answers, st)
 			return
 		}
+		if s.pace.Wait(s.c.ctx) != nil {
+			break
+		}
+		s.pace.Wrote()
 		start := time.Now()
 		wres, err := s.m.Write(s.c.ctx, st, s.snap.Version)
 		s.c.m.writeSeconds.Observe(time.Since(start).Seconds())
@@ -146,6 +159,13 @@ func (s *stream) commit(group []*pending) {
 			return
 		}
 		lastErr = err
+		if errors.Is(err, objectstore.ErrThrottled) {
+			// Refused for the store's rate, not a lost race: nothing was written, so the
+			// version read still holds. Back off and write again.
+			s.c.m.throttled.Inc()
+			cfg.Logger.Warn("manifest write throttled by the store, backing off", "manifest", s.path, "attempt", attempt)
+			continue
+		}
 		s.snap = nil
 		if !errors.Is(err, manifest.ErrConflict) {
 			s.c.m.writeErrors.Inc()

@@ -21,6 +21,8 @@ type commitState struct {
 	// client sends commit requests to the stream's committer, and says when to commit
 	// directly instead.
 	client *commitclient.Client
+	// pace spaces the producer's own manifest writes to the store's per-key write limit.
+	pace *manifest.Pacer
 }
 
 // setSnap makes snap, just read or written, the manifest the commit loop works from.
@@ -36,6 +38,11 @@ func (p *Producer) setSnap(snap *manifest.Snapshot) {
 func (p *Producer) commitLoop() {
 	defer p.wg.Done()
 	for {
+		// Within the store's write limit of the last manifest write, wait first: the batches
+		// uploaded meanwhile join the next write.
+		if p.c.pace.Wait(p.ctx) != nil {
+			return
+		}
 		group := p.nextGroup()
 		if group == nil {
 			return
@@ -105,6 +112,9 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 			p.c.stale = false
 		}
+		if p.c.pace.Wait(p.ctx) != nil {
+			return
+		}
 		w := p.startWrite(group)
 		if w == nil {
 			return
@@ -113,6 +123,7 @@ func (p *Producer) commitGroup(group []*batch) {
 		if !p.apply(w) {
 			return
 		}
+		p.c.pace.Wrote()
 		start := time.Now()
 		wres, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey()).Write(p.ctx, w.st, p.c.snap.Version)
 		p.m.writeLatency.Observe(time.Since(start).Seconds())
@@ -282,6 +293,8 @@ func (p *Producer) writeFailed(w *write, err error, attempt int) bool {
 		kind = "conflict"
 	case errors.Is(err, manifest.ErrOutcomeUnknown):
 		kind = "outcome_unknown"
+	case errors.Is(err, objectstore.ErrThrottled):
+		kind = "throttled" // refused for the store's rate: nothing written, not a lost race
 	}
 	p.m.commitErrors.WithLabelValues(kind).Inc()
 	if kind != "conflict" {

@@ -16,7 +16,7 @@ type metrics struct {
 	reuploads     prometheus.Counter
 	commits       prometheus.Counter
 	commitBatches prometheus.Histogram
-	commitErrors  *prometheus.CounterVec // kind: conflict | outcome_unknown | other
+	commitErrors  *prometheus.CounterVec // kind: conflict | outcome_unknown | throttled | other
 	forwarded     *prometheus.CounterVec // result: ok | failed
 	ackLatency    prometheus.Histogram
 	writeLatency  prometheus.Histogram
@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, producerID string) (*metrics, error) 
 		commitBatches: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "commit_batches",
 			Help: "Batches per successful manifest write (group commit).", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
 		commitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "commit_errors_total",
-			Help: "Failed manifest writes, by kind (conflict, outcome_unknown, other).", ConstLabels: labels}, []string{"kind"}),
+			Help: "Failed manifest writes, by kind (conflict, outcome_unknown, throttled, other).", ConstLabels: labels}, []string{"kind"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "producer", Name: "committer_requests_total",
 			Help: "Commits sent to the stream's committer, by result (ok, failed: then committed directly).", ConstLabels: labels}, []string{"result"}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "sluice", Subsystem: "producer", Name: "ack_latency_seconds",

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Producer, error) {
 		kick: kicks{upload: make(chan struct{}, cfg.UploadConcurrency), commit: make(chan struct{}, 1),
 			linger: make(chan struct{}, 1), expiry: make(chan struct{}, 1)},
 		nextNum: 1, room: newRoom(), progress: make(chan struct{}),
-		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State), client: cc},
+		c: commitState{snap: snap, index: manifest.NewIndex(cfg.ObjectStore, snap.State), client: cc, pace: manifest.NewPacer(cfg.ObjectStore, nil)},
 	}
 	if ps, ok := snap.State.Producer(p.id); ok {
 		// The id was used before (a restart with a fixed id): continue its batch numbers.
