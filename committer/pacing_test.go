@@ -17,11 +17,13 @@ import (
 )
 
 // limitedStore states a per-key write limit (as a cloud store does), records when each
-// manifest write reached it, and refuses every throttleEvery-th one with ErrThrottled.
+// manifest write reached it, and refuses with ErrThrottled every throttleEvery-th one and,
+// with enforce, any that comes sooner than 1/perSecond after the last one it took.
 type limitedStore struct {
 	objectstore.Store
 	perSecond     float64
 	throttleEvery int
+	enforce       bool
 
 	mu        sync.Mutex
 	writes    []time.Time
@@ -36,6 +38,10 @@ func (s *limitedStore) Put(ctx context.Context, key string, body io.Reader, size
 		s.writes = append(s.writes, time.Now())
 		n := len(s.writes)
 		throttle := s.throttleEvery > 0 && n%s.throttleEvery == 0
+		if s.enforce && n > 1 && s.writes[n-1].Sub(s.writes[n-2]) < time.Duration(float64(time.Second)/s.perSecond) {
+			throttle = true
+			s.writes = s.writes[:n-1] // the store keeps its pace from the last write it took
+		}
 		if throttle {
 			s.throttled++
 		}
