@@ -14,9 +14,9 @@ type AppendMeta struct {
 	FirstRecord  int     // the index, in the whole batch, of the append's first record
 }
 
-// Batch is a decoded batch object. It aliases the bytes given to Decode when they were
-// stored uncompressed; the caller must not modify them while the Batch is in use.
-type Batch struct {
+// Object is a decoded batch object. It aliases the bytes given to Decode when they were
+// stored uncompressed; the caller must not modify them while the Object is in use.
+type Object struct {
 	compression Compression
 	payload     []byte // the uncompressed payload; offset 0 is object offset HeaderSize
 	appends     []AppendMeta
@@ -35,13 +35,13 @@ type Batch struct {
 // reads, and each append's record bytes and metered size once its last record is read, and
 // stops with a *CorruptError at the first mismatch, before returning the record concerned.
 // Since the CRC32C has passed by then, only an object written wrongly (not damaged in
-// storage or transit) can fail there. Batch.Validate checks every record at once, for a
+// storage or transit) can fail there. Object.Validate checks every record at once, for a
 // caller that wants all or nothing.
-func Decode(data []byte) (*Batch, error) {
+func Decode(data []byte) (*Object, error) {
 	return decode(data, nil, nil)
 }
 
-// Decoder decodes objects reusing one decompression buffer: the Batch it returns is valid
+// Decoder decodes objects reusing one decompression buffer: the Object it returns is valid
 // only until its next Decode. The zero value is ready to use; it is not safe for concurrent
 // use.
 type Decoder struct {
@@ -49,14 +49,14 @@ type Decoder struct {
 }
 
 // Decode is like the package's Decode, but decompresses into the decoder's buffer.
-func (d *Decoder) Decode(data []byte) (*Batch, error) {
+func (d *Decoder) Decode(data []byte) (*Object, error) {
 	b, err := decode(data, &d.buf, nil)
 	return b, err
 }
 
 // decode decodes data; sum, if not nil, is the CRC32C of all of data but its trailer,
 // computed as it was read (see ObjectBuffer).
-func decode(data []byte, scratch *[]byte, sum *uint32) (*Batch, error) {
+func decode(data []byte, scratch *[]byte, sum *uint32) (*Object, error) {
 	if len(data) < HeaderSize+TrailerSize {
 		return nil, corrupt(0, "object of %d bytes is shorter than header and trailer (%d)", len(data), HeaderSize+TrailerSize)
 	}
@@ -124,7 +124,7 @@ func decode(data []byte, scratch *[]byte, sum *uint32) (*Batch, error) {
 		}
 		payload = out
 	}
-	b := &Batch{compression: c, payload: payload}
+	b := &Object{compression: c, payload: payload}
 	if err := b.index(int(nAppends), int(nRecords)); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func decode(data []byte, scratch *[]byte, sum *uint32) (*Batch, error) {
 
 // index walks the append headers, filling appends and spans; record frames are left to the
 // Iterator (see Decode).
-func (b *Batch) index(nAppends, nRecords int) error {
+func (b *Object) index(nAppends, nRecords int) error {
 	p := b.payload
 	b.appends = make([]AppendMeta, nAppends)
 	b.spans = make([]int, 2*nAppends)
@@ -409,28 +409,28 @@ func (rp *recordParser) parse(p []byte, off int, r *Record) (next, metered int, 
 }
 
 // Compression returns the compression the object was stored with.
-func (b *Batch) Compression() Compression { return b.compression }
+func (b *Object) Compression() Compression { return b.compression }
 
 // NumAppends returns the number of appends in the batch.
-func (b *Batch) NumAppends() int { return len(b.appends) }
+func (b *Object) NumAppends() int { return len(b.appends) }
 
 // Append returns the metadata of append i (0 <= i < NumAppends).
-func (b *Batch) Append(i int) AppendMeta { return b.appends[i] }
+func (b *Object) Append(i int) AppendMeta { return b.appends[i] }
 
 // NumRecords returns the number of records in the batch.
-func (b *Batch) NumRecords() int { return b.records }
+func (b *Object) NumRecords() int { return b.records }
 
 // MeteredBytes returns the metered size of all records in the batch, as the append headers
 // declare it (the Iterator checks each append's declaration against its records).
-func (b *Batch) MeteredBytes() int { return b.metered }
+func (b *Object) MeteredBytes() int { return b.metered }
 
 // PayloadSize returns the size of the uncompressed payload.
-func (b *Batch) PayloadSize() int { return len(b.payload) }
+func (b *Object) PayloadSize() int { return len(b.payload) }
 
 // Validate checks every record frame of every append, as iterating over all of them would,
 // and returns the first *CorruptError, or nil. After a nil Validate, no Iterator over b
 // fails.
-func (b *Batch) Validate() error {
+func (b *Object) Validate() error {
 	it := b.Iter(nil)
 	for it.Next() {
 	}
@@ -439,7 +439,7 @@ func (b *Batch) Validate() error {
 
 // Iter returns an iterator over the batch's records, in order. If skip is not nil, appends
 // for which skip(i) is true are skipped wholly (and their records are not checked).
-func (b *Batch) Iter(skip func(appendIndex int) bool) *Iterator {
+func (b *Object) Iter(skip func(appendIndex int) bool) *Iterator {
 	return &Iterator{b: b, skip: skip, ai: -1}
 }
 
@@ -447,7 +447,7 @@ func (b *Batch) Iter(skip func(appendIndex int) bool) *Iterator {
 // frame before it returns the record, and each append's record bytes and metered size
 // before it returns the append's last record.
 type Iterator struct {
-	b         *Batch
+	b         *Object
 	skip      func(int) bool
 	ai        int // current append
 	left      int // records left in the current append

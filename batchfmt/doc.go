@@ -5,12 +5,12 @@
 //
 // # Contract
 //
-// An Encoder turns appends into one object; Decode checks an object and gives a Batch, whose
+// An Encoder turns appends into one object; Decode checks an object and gives an Object, whose
 // Iterator walks the records in order without materialising them, skipping appends on
 // request (the ones the committer rejected). Decode checks the object's header, its CRC32C
 // and every append header; the Iterator checks each record frame as it reads it, in the same
 // pass that returns it, and each append's totals before returning its last record, so
-// nothing unchecked is ever returned (Batch.Validate checks all records at once for a caller
+// nothing unchecked is ever returned (Object.Validate checks all records at once for a caller
 // that wants all or nothing). Neither panics on any input: every length is checked against
 // the bytes that remain before it is used, and every failure is a *CorruptError matching
 // ErrCorrupt, a class distinct from ErrInvalid (bad input from a client). Nothing is skipped
@@ -103,7 +103,7 @@
 // Encoder.Grow reserves an object's expected size up front, so that the buffer does not grow
 // (and copy itself) while it fills. Finish writes the header, compresses if configured and
 // appends the CRC32C (hash/crc32's Castagnoli table, which uses the CPU's CRC32 instruction
-// where there is one). Decode returns a Batch that aliases its input when stored
+// where there is one). Decode returns an Object that aliases its input when stored
 // uncompressed; a Decoder reuses its decompression buffer across objects. An ObjectBuffer
 // reads an object and decodes it as Decode does, checksumming the bytes as they arrive,
 // while they are still in the CPU's caches, rather than in a second pass over the object. zstd uses one

@@ -429,7 +429,7 @@ func FuzzDecodePayload(f *testing.F) {
 }
 
 // decodeChecked is Decode followed by Validate: every check the format has.
-func decodeChecked(data []byte) (*Batch, error) {
+func decodeChecked(data []byte) (*Object, error) {
 	b, err := Decode(data)
 	if err != nil {
 		return nil, err
@@ -510,7 +510,7 @@ func TestConcurrentCodecs(t *testing.T) {
 				e.Add(&ins[1])
 				obj, err := e.Finish()
 				if err == nil {
-					var b *Batch
+					var b *Object
 					if b, err = d.Decode(obj); err == nil && b.NumRecords() != len(ins[0].Records)+len(ins[1].Records) {
 						err = errors.New("record count differs")
 					}

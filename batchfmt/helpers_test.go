@@ -126,7 +126,7 @@ func recordsEqual(a, b Record) error {
 
 // checkBatch compares a decoded batch with the appends it was encoded from, iterating with
 // the given skip set.
-func checkBatch(t testing.TB, b *Batch, ins []AppendInput, skip map[int]bool) {
+func checkBatch(t testing.TB, b *Object, ins []AppendInput, skip map[int]bool) {
 	t.Helper()
 	if b.NumAppends() != len(ins) {
 		t.Fatalf("NumAppends %d, want %d", b.NumAppends(), len(ins))

@@ -54,11 +54,11 @@ func (b *ObjectBuffer) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
-// Bytes returns the bytes read so far. The Batch that Decode returns aliases them.
+// Bytes returns the bytes read so far. The Object that Decode returns aliases them.
 func (b *ObjectBuffer) Bytes() []byte { return b.data }
 
 // Decode is the package's Decode of Bytes(), without reading them again to check them.
-func (b *ObjectBuffer) Decode() (*Batch, error) {
+func (b *ObjectBuffer) Decode() (*Object, error) {
 	if b.summed != len(b.data)-TrailerSize {
 		return Decode(b.data) // shorter than a trailer: Decode reports it
 	}

@@ -105,7 +105,7 @@ func TestReadBudgetProperty(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var fg []Record
+				var fg []SequencedRecord
 				for {
 					b, err := s.Next(fctx)
 					fg = append(fg, b.Records...)
@@ -124,7 +124,7 @@ func TestReadBudgetProperty(t *testing.T) {
 	}
 }
 
-func same(t *testing.T, what string, got, want []Record) {
+func same(t *testing.T, what string, got, want []SequencedRecord) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))

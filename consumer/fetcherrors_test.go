@@ -151,7 +151,7 @@ func TestNextNeverReturnsRecordsWithAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var got []Record
+	var got []SequencedRecord
 	for {
 		b, err := s.Next(ctx)
 		if err != nil {

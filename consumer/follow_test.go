@@ -15,8 +15,8 @@ import (
 )
 
 // collect reads batches from s in a goroutine and sends them on the returned channel.
-func collect(ctx context.Context, s *Session) (<-chan Batch, <-chan error) {
-	out := make(chan Batch, 100)
+func collect(ctx context.Context, s *Session) (<-chan ReadBatch, <-chan error) {
+	out := make(chan ReadBatch, 100)
 	errc := make(chan error, 1)
 	go func() {
 		for {
@@ -32,9 +32,9 @@ func collect(ctx context.Context, s *Session) (<-chan Batch, <-chan error) {
 }
 
 // await receives batches until n records arrived; the timeout only guards against a hang.
-func await(t *testing.T, out <-chan Batch, errc <-chan error, n int) []Record {
+func await(t *testing.T, out <-chan ReadBatch, errc <-chan error, n int) []SequencedRecord {
 	t.Helper()
-	var got []Record
+	var got []SequencedRecord
 	guard := time.NewTimer(20 * time.Second)
 	defer guard.Stop()
 	for len(got) < n {
@@ -170,12 +170,12 @@ func TestReadAhead(t *testing.T) {
 			}
 			defer s.Close()
 			type res struct {
-				recs []Record
+				recs []SequencedRecord
 				err  error
 			}
 			done := make(chan res, 1)
 			go func() {
-				var all []Record
+				var all []SequencedRecord
 				for {
 					b, err := s.Next(ctx)
 					all = append(all, b.Records...)

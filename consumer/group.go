@@ -153,22 +153,22 @@ func (c *Consumer) Checkpoint() (acked, written uint64) {
 
 // Next returns the next batch of records, waiting at the tail until records arrive or ctx
 // ends. A fenced member gets *FencedError.
-func (c *Consumer) Next(ctx context.Context) (Batch, error) { return c.next(ctx, true) }
+func (c *Consumer) Next(ctx context.Context) (ReadBatch, error) { return c.next(ctx, true) }
 
 // Poll is Next without the wait at the tail: with no record available it returns an empty
 // batch carrying the tail, whose NextSeq has passed every record the read skips (command
 // records, trimmed ones). It still waits for batch objects being fetched, so a slow read is
 // not taken for the tail.
-func (c *Consumer) Poll(ctx context.Context) (Batch, error) { return c.next(ctx, false) }
+func (c *Consumer) Poll(ctx context.Context) (ReadBatch, error) { return c.next(ctx, false) }
 
-func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
+func (c *Consumer) next(ctx context.Context, wait bool) (ReadBatch, error) {
 	c.nextMu.Lock()
 	defer c.nextMu.Unlock()
 	if err := c.check(); err != nil {
-		return Batch{}, err
+		return ReadBatch{}, err
 	}
 	prev := c.s.Position()
-	var b Batch
+	var b ReadBatch
 	var err error
 	if wait {
 		b, err = c.s.Next(ctx)
@@ -176,7 +176,7 @@ func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
 		b, err = c.s.Read(ctx, c.r.cfg.MaxBatchRecords, c.r.cfg.MaxBatchBytes, false)
 	}
 	if ferr := c.checkState(c.s.State()); ferr != nil {
-		return Batch{}, ferr
+		return ReadBatch{}, ferr
 	}
 	if len(b.Records) > 0 || b.NextSeq > prev {
 		heldSeq, heldTS, held := c.s.heldRecord() // before c.mu: the read takes c.mu under s.mu
@@ -195,7 +195,7 @@ func (c *Consumer) next(ctx context.Context, wait bool) (Batch, error) {
 		c.delivered = max(c.delivered, b.NextSeq)
 		c.ts.add(b.Records)
 		if held {
-			c.ts.add([]Record{{SeqNum: heldSeq, Timestamp: heldTS}}) // the next record's, for the lag
+			c.ts.add([]SequencedRecord{{SeqNum: heldSeq, Timestamp: heldTS}}) // the next record's, for the lag
 		}
 		c.mu.Unlock()
 	}

@@ -78,7 +78,7 @@ func TestGroupFencing(t *testing.T) {
 		if eb <= ea {
 			t.Fatalf("second member epoch %d, not above the first's %d", eb, ea)
 		}
-		rest := []Record{}
+		rest := []SequencedRecord{}
 		for uint64(len(rest)) < n-(k+1) {
 			bb, err := b.Next(ctx)
 			if err != nil {

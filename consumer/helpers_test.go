@@ -174,7 +174,7 @@ func (f *fixture) reader(mod func(*Config)) *Reader {
 }
 
 // check compares records with the expected slice exactly.
-func check(t testing.TB, what string, got []Record, want []wantRec) {
+func check(t testing.TB, what string, got []SequencedRecord, want []wantRec) {
 	t.Helper()
 	if len(got) != len(want) {
 		first := func(n int) string {

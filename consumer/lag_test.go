@@ -145,7 +145,7 @@ func TestResetGroupFencesMember(t *testing.T) {
 // memberOfDeletedGroup opens a member of group "g" on a stream of a few two-record objects,
 // has it acknowledge (and write) the first record of its first batch, and deletes the group.
 // It returns the member and that batch (at least two records).
-func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (GroupConfig, *Consumer, Batch) {
+func memberOfDeletedGroup(t *testing.T, f *fixture, rng *rand.Rand) (GroupConfig, *Consumer, ReadBatch) {
 	t.Helper()
 	ctx := context.Background()
 	for range 3 + rng.IntN(3) {

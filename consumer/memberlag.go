@@ -65,7 +65,7 @@ type tsRun struct{ seq, ts uint64 }
 const maxTrackedRuns = 1 << 16
 
 // add tracks delivered records, which come after every record tracked so far.
-func (t *tsTrack) add(recs []Record) {
+func (t *tsTrack) add(recs []SequencedRecord) {
 	if len(recs) == 0 || t.full {
 		return
 	}

@@ -428,7 +428,7 @@ func TestSessionRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var got []Record
+	var got []SequencedRecord
 	for uint64(len(got)) < n {
 		b, err := s.Read(ctx, 3, 1<<20, false)
 		if err != nil {
@@ -531,9 +531,9 @@ func TestReadAcrossSegments(t *testing.T) {
 }
 
 // drainSession reads s until it is done and returns its records; any other error fails t.
-func drainSession(t *testing.T, ctx context.Context, s *Session) []Record {
+func drainSession(t *testing.T, ctx context.Context, s *Session) []SequencedRecord {
 	t.Helper()
-	var got []Record
+	var got []SequencedRecord
 	for {
 		b, err := s.Next(ctx)
 		got = append(got, b.Records...)

@@ -94,10 +94,10 @@ func (q *ReadRequest) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Record is one record as a reader sees it: its position, headers and body. Headers and Body
-// alias the fetched object; they stay valid as long as the caller keeps them and must not be
-// modified.
-type Record struct {
+// SequencedRecord is one record as a reader sees it (S2's name): its position, headers and
+// body. Headers and Body alias the fetched object; they stay valid as long as the caller
+// keeps them and must not be modified.
+type SequencedRecord struct {
 	SeqNum    uint64
 	Timestamp uint64
 	Headers   []batchfmt.Header
@@ -105,22 +105,22 @@ type Record struct {
 }
 
 // Command returns the command name of a command record ("fence", "trim"), or "".
-func (r *Record) Command() string {
+func (r *SequencedRecord) Command() string {
 	b := batchfmt.Record{Headers: r.Headers, Body: r.Body}
 	return b.Command()
 }
 
 // MeteredSize is the record's metered size (see batchfmt.Record.MeteredSize).
-func (r *Record) MeteredSize() int {
+func (r *SequencedRecord) MeteredSize() int {
 	b := batchfmt.Record{Headers: r.Headers, Body: r.Body}
 	return b.MeteredSize()
 }
 
-// Batch is what one Next or Read returns: records in seq_num order, the stream's tail as the
-// reader last saw it, and NextSeq, the position the read continues from (every seq_num below
-// it was delivered or skipped).
-type Batch struct {
-	Records []Record
+// ReadBatch is what one Next or Read returns (S2's name): records in seq_num order, the
+// stream's tail as the reader last saw it, and NextSeq, the position the read continues from
+// (every seq_num below it was delivered or skipped).
+type ReadBatch struct {
+	Records []SequencedRecord
 	Tail    manifest.Position
 	NextSeq uint64
 }
@@ -207,7 +207,7 @@ func (r *Reader) CheckTail(ctx context.Context) (manifest.Position, error) {
 // returns an empty batch and no error), or with req.Follow until ctx ends (then ctx's error);
 // otherwise it returns at once, possibly with no records. The batch's Tail is the tail the
 // read saw. A start past the tail without Clamp is *RangeError.
-func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
+func (r *Reader) Read(ctx context.Context, req ReadRequest) (ReadBatch, error) {
 	waitCtx := ctx
 	if req.Wait > 0 {
 		var cancel context.CancelFunc
@@ -217,13 +217,13 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 	}
 	s, err := r.Open(ctx, req)
 	if err != nil {
-		return Batch{}, err
+		return ReadBatch{}, err
 	}
 	defer s.Close()
 	if most := uint64(r.cfg.MaxBatchRecords); s.budget == 0 || s.budget > most {
 		s.budget = most // one batch at most
 	}
-	var out Batch
+	var out ReadBatch
 	outBytes := 0
 	for {
 		left := r.cfg.MaxBatchRecords - len(out.Records)
@@ -258,13 +258,13 @@ func (r *Reader) Read(ctx context.Context, req ReadRequest) (Batch, error) {
 
 // ReadAll reads from req.Start until the read ends (its limits, or the tail without Follow)
 // and returns every record; for tests and small tools.
-func (r *Reader) ReadAll(ctx context.Context, req ReadRequest) ([]Record, error) {
+func (r *Reader) ReadAll(ctx context.Context, req ReadRequest) ([]SequencedRecord, error) {
 	s, err := r.Open(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	var out []Record
+	var out []SequencedRecord
 	for {
 		b, err := s.Next(ctx)
 		out = append(out, b.Records...)

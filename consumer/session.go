@@ -66,7 +66,7 @@ type Session struct {
 type fetch struct {
 	e     manifest.Entry
 	done  chan struct{}
-	batch *batchfmt.Batch
+	batch *batchfmt.Object
 	err   error
 }
 
@@ -175,7 +175,7 @@ func (s *Session) State() *manifest.State { return s.st.Load() }
 // Next never returns records together with an error: records read before a failure come
 // first, without it, and the failure comes with the next call. So a caller may drop a batch
 // whose error is set without losing records it was never shown.
-func (s *Session) Next(ctx context.Context) (Batch, error) {
+func (s *Session) Next(ctx context.Context) (ReadBatch, error) {
 	for {
 		b, _, err := s.read(ctx, s.r.cfg.MaxBatchRecords, s.r.cfg.MaxBatchBytes, true)
 		if err != nil || len(b.Records) > 0 {
@@ -186,7 +186,7 @@ func (s *Session) Next(ctx context.Context) (Batch, error) {
 
 // deferErr holds an error back while b carries records: the session's failure is sticky (or,
 // for a canceled context, found again), so the next call reports it.
-func deferErr(b Batch, err error) (Batch, error) {
+func deferErr(b ReadBatch, err error) (ReadBatch, error) {
 	if err != nil && len(b.Records) > 0 {
 		return b, nil
 	}
@@ -198,9 +198,9 @@ func deferErr(b Batch, err error) (Batch, error) {
 // false it does not wait at the tail: when no record is available it returns an empty batch
 // (carrying the tail) and no error. It always waits for objects being fetched. Like Next, it
 // never returns records together with an error.
-func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, error) {
+func (s *Session) Read(ctx context.Context, maxRecords, maxBytes int, wait bool) (ReadBatch, error) {
 	if maxRecords < 1 || maxBytes < batchfmt.MinBatchBytes {
-		return Batch{}, fmt.Errorf("%w: read limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
+		return ReadBatch{}, fmt.Errorf("%w: read limits %d records / %d bytes", ErrInvalidRequest, maxRecords, maxBytes)
 	}
 	for {
 		b, _, err := s.read(ctx, maxRecords, maxBytes, wait)
@@ -236,12 +236,12 @@ func (s *Session) Close() error {
 }
 
 // batch wraps recs, whose metered size is n, and counts them as delivered.
-func (s *Session) batch(recs []Record, n int) Batch {
+func (s *Session) batch(recs []SequencedRecord, n int) ReadBatch {
 	if len(recs) > 0 {
 		s.r.m.records.Add(float64(len(recs)))
 		s.r.m.bytes.Add(float64(n))
 	}
-	return Batch{Records: recs, Tail: s.st.Load().Tail, NextSeq: s.next}
+	return ReadBatch{Records: recs, Tail: s.st.Load().Tail, NextSeq: s.next}
 }
 
 func (s *Session) limitReached() bool {
@@ -250,17 +250,17 @@ func (s *Session) limitReached() bool {
 
 // read is the session's engine. wait: block at the tail when following. It returns the
 // batch, the metered size of its records, and an error.
-func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (Batch, int, error) {
+func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool) (ReadBatch, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx.Err() != nil {
-		return Batch{}, 0, ErrClosed
+		return ReadBatch{}, 0, ErrClosed
 	}
 	if s.err != nil {
 		return s.batch(nil, 0), 0, s.err
 	}
 	s.held = false
-	out := make([]Record, 0, min(maxRecords, 256))
+	out := make([]SequencedRecord, 0, min(maxRecords, 256))
 	outBytes := 0
 	for {
 		if s.ctx.Err() != nil {
@@ -378,7 +378,7 @@ func (s *Session) read(ctx context.Context, maxRecords, maxBytes int, wait bool)
 
 // fail records a permanent error; records already collected (n metered bytes) are returned
 // with it.
-func (s *Session) fail(out []Record, n int, err error) (Batch, int, error) {
+func (s *Session) fail(out []SequencedRecord, n int, err error) (ReadBatch, int, error) {
 	if ctxErr := s.ctx.Err(); ctxErr == nil && !isCtxErr(err) {
 		s.err = err
 	}
@@ -391,7 +391,7 @@ func isCtxErr(err error) bool {
 
 // pull moves records of the current object into out. It reports true when out is full (the
 // per-call limits); false when the object is exhausted or the read is done.
-func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) bool {
+func (s *Session) pull(out *[]SequencedRecord, outBytes *int, maxRecords, maxBytes int) bool {
 	c := s.cur
 	for {
 		if !c.valid && !c.advance() {
@@ -433,7 +433,7 @@ func (s *Session) pull(out *[]Record, outBytes *int, maxRecords, maxBytes int) b
 		if len(*out) >= maxRecords || (len(*out) > 0 && *outBytes+m > maxBytes) {
 			return true
 		}
-		rec := Record{SeqNum: c.seq, Timestamp: c.ts, Body: c.rec.Body}
+		rec := SequencedRecord{SeqNum: c.seq, Timestamp: c.ts, Body: c.rec.Body}
 		if h := c.rec.Headers; len(h) > 0 {
 			// The iterator reuses its header slice: copy into an arena shared by the batch
 			// (one allocation per few hundred records instead of one per record).
@@ -535,7 +535,7 @@ func (s *Session) start(e manifest.Entry) {
 }
 
 // fetchObject reads and checks one batch object, retrying plain failures.
-func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.Batch, error) {
+func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.Object, error) {
 	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeFetch)
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
@@ -581,7 +581,7 @@ func (r *Reader) fetchObject(ctx context.Context, e *manifest.Entry) (*batchfmt.
 const maxObjectSize = batchfmt.HeaderSize + batchfmt.MaxObjectBytes + batchfmt.TrailerSize
 
 // checkObject decodes an object and checks it against its entry.
-func checkObject(e *manifest.Entry, obj *batchfmt.ObjectBuffer) (*batchfmt.Batch, error) {
+func checkObject(e *manifest.Entry, obj *batchfmt.ObjectBuffer) (*batchfmt.Object, error) {
 	if n := len(obj.Bytes()); uint64(n) != e.ObjectBytes {
 		return nil, objectErr(e, ErrCorrupt, fmt.Errorf("object is %d bytes, the manifest says %d", n, e.ObjectBytes))
 	}

@@ -68,7 +68,7 @@ func TestWatchedFollowersShareOnePoll(t *testing.T) {
 				hub := newHub(t, nil)
 				readers := []*Reader{f.reader(func(c *Config) { c.Watch = hub }), f.reader(func(c *Config) { c.Watch = hub })}
 				const followers = 40
-				var outs []<-chan Batch
+				var outs []<-chan ReadBatch
 				var errcs []<-chan error
 				for i := range followers {
 					s, err := readers[i%2].Open(ctx, ReadRequest{Start: AtTailOffset(0), Follow: true})
@@ -134,7 +134,7 @@ func TestWatchedFollowersSeeEveryRecordOnce(t *testing.T) {
 
 		type follower struct {
 			from     int
-			out      <-chan Batch
+			out      <-chan ReadBatch
 			errc     <-chan error
 			sessions *Session
 		}
@@ -209,7 +209,7 @@ func TestWatchedPollTakesWatcherView(t *testing.T) {
 		cfg.Watch = hub
 		c := openGroup(t, cfg)
 		defer c.Close(ctx)
-		var got []Record
+		var got []SequencedRecord
 		for {
 			b, err := c.Poll(ctx)
 			if err != nil {

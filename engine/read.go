@@ -95,7 +95,7 @@ func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.
 // may be larger than the server asks for; the rest waits in pending for the next call.
 type cursor struct {
 	s                    *consumer.Session
-	pending              []consumer.Record
+	pending              []consumer.SequencedRecord
 	pendingBytes         int // meteredSize(pending)
 	maxRecords, maxBytes int // one Poll's limits: the reader's batch limits
 }
@@ -142,7 +142,7 @@ func (c *cursor) Next(ctx context.Context, lim server.ReadLimit, block bool) (s2
 	return out, nil
 }
 
-func meteredSize(rs []consumer.Record) int {
+func meteredSize(rs []consumer.SequencedRecord) int {
 	n := 0
 	for i := range rs {
 		n += rs[i].MeteredSize()

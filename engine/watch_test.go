@@ -45,7 +45,7 @@ func TestAppendWakesReadersWithoutPolls(t *testing.T) {
 			t.Fatal(err)
 		}
 		const readers = 8
-		got := make(chan consumer.Batch, readers)
+		got := make(chan consumer.ReadBatch, readers)
 		for range readers {
 			s, err := e.Open(ctx, "", "s", consumer.ReadRequest{Start: consumer.AtTailOffset(0), Follow: true})
 			if err != nil {

@@ -123,7 +123,7 @@ func allReferenced(t testing.TB, store objectstore.Store) []string {
 }
 
 // checkIntact fails if any referenced object is missing, and reads the whole stream.
-func checkIntact(t testing.TB, store objectstore.Store) []consumer.Record {
+func checkIntact(t testing.TB, store objectstore.Store) []consumer.SequencedRecord {
 	t.Helper()
 	ctx := context.Background()
 	for _, k := range allReferenced(t, store) {

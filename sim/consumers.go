@@ -188,7 +188,7 @@ read:
 				h.violate("%s: delivered seq_num %d, expected %d", name, rec.SeqNum, next)
 			}
 			next = rec.SeqNum + 1
-			m.recs = append(m.recs, consumer.Record{SeqNum: rec.SeqNum, Timestamp: rec.Timestamp, Body: append([]byte(nil), rec.Body...)})
+			m.recs = append(m.recs, consumer.SequencedRecord{SeqNum: rec.SeqNum, Timestamp: rec.Timestamp, Body: append([]byte(nil), rec.Body...)})
 		}
 		if len(b.Records) > 0 && r.IntN(5) != 0 {
 			last := b.Records[len(b.Records)-1].SeqNum

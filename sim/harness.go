@@ -50,7 +50,7 @@ type ackedAppend struct {
 // member is what one consumer group member saw.
 type member struct {
 	start     uint64 // the group's checkpoint when it joined
-	recs      []consumer.Record
+	recs      []consumer.SequencedRecord
 	ackedThru uint64 // first seq_num not acknowledged by it (start if none)
 }
 

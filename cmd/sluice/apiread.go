@@ -153,7 +153,7 @@ type apiRead struct {
 	done   bool
 }
 
-func (r *apiRead) next(ctx context.Context) ([]consumer.Record, error) {
+func (r *apiRead) next(ctx context.Context) ([]consumer.SequencedRecord, error) {
 	for !r.done {
 		ev, err := r.ev.Next()
 		switch {
@@ -198,8 +198,8 @@ func (r *apiRead) next(ctx context.Context) ([]consumer.Record, error) {
 
 // take applies the read's limits and --skip-commands to a batch; it sets done once a limit
 // is reached.
-func (r *apiRead) take(in []s2api.SequencedRecord) []consumer.Record {
-	var out []consumer.Record
+func (r *apiRead) take(in []s2api.SequencedRecord) []consumer.SequencedRecord {
+	var out []consumer.SequencedRecord
 	for i := range in {
 		s := &in[i]
 		next := s.SeqNum + 1
@@ -216,7 +216,7 @@ func (r *apiRead) take(in []s2api.SequencedRecord) []consumer.Record {
 			r.done = true
 			break
 		}
-		out = append(out, consumer.Record{SeqNum: s.SeqNum, Timestamp: s.Timestamp, Headers: s.Headers, Body: s.Body})
+		out = append(out, consumer.SequencedRecord{SeqNum: s.SeqNum, Timestamp: s.Timestamp, Headers: s.Headers, Body: s.Body})
 		r.count++
 		r.bytes += size
 		if r.req.Count != nil && r.count >= *r.req.Count {

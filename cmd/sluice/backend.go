@@ -66,7 +66,7 @@ type ackWaiter interface {
 // recordSession is an open read: next returns the next records, consumer.ErrDone at its
 // end, or an error worded for the user.
 type recordSession interface {
-	next(ctx context.Context) ([]consumer.Record, error)
+	next(ctx context.Context) ([]consumer.SequencedRecord, error)
 	close()
 }
 

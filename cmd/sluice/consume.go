@@ -302,7 +302,7 @@ var errAtTail = errors.New("at the tail")
 // nextBatch returns the next batch; with stopAtTail it returns errAtTail instead of waiting at
 // the tail: Poll answers at once when no record is left, having passed the records the read
 // skips (commands, trimmed ones), and it still waits for a slow fetch.
-func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (consumer.Batch, error) {
+func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (consumer.ReadBatch, error) {
 	if !stopAtTail {
 		return c.Next(ctx)
 	}
@@ -326,7 +326,7 @@ func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (cons
 // runWithRetries runs the command on one chunk until it succeeds, the attempts run out
 // (an error), the member finds itself fenced before a retry (an error), or ctx ends (false,
 // nil; no command is started once it has).
-func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, c *consumer.Consumer, chunk []consumer.Record, input []byte) (bool, error) {
+func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, c *consumer.Consumer, chunk []consumer.SequencedRecord, input []byte) (bool, error) {
 	first, last := chunk[0].SeqNum, chunk[len(chunk)-1].SeqNum
 	wait := f.backoff
 	for attempt := 1; ; attempt++ {
@@ -367,7 +367,7 @@ func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string
 }
 
 // runOnce runs the command once with the records on its stdin.
-func runOnce(ctx context.Context, f *consumeFlags, name string, chunk []consumer.Record, input []byte, attempt int) error {
+func runOnce(ctx context.Context, f *consumeFlags, name string, chunk []consumer.SequencedRecord, input []byte, attempt int) error {
 	// The command is not killed at once when ctx ends: it gets SIGTERM and --stop-timeout.
 	cmd := exec.Command("sh", "-c", f.exec)
 	cmd.Stdin = bytes.NewReader(input)

@@ -180,7 +180,7 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 // writeRecords writes records in a read format (json, base64 or raw) without flushing. raw
 // has no headers to mark a command record by: its callers leave them out of the read (read
 // with --format raw skips them; consume refuses --include-commands with raw).
-func writeRecords(out *jsonOut, format string, recs []consumer.Record) error {
+func writeRecords(out *jsonOut, format string, recs []consumer.SequencedRecord) error {
 	for i := range recs {
 		r := &recs[i]
 		if format == "raw" {
@@ -201,6 +201,6 @@ func writeRecords(out *jsonOut, format string, recs []consumer.Record) error {
 }
 
 // encodeRecordJSON renders one read record.
-func encodeRecordJSON(r *consumer.Record, b64 bool) recordJSON {
+func encodeRecordJSON(r *consumer.SequencedRecord, b64 bool) recordJSON {
 	return encodeRecord(r.SeqNum, r.Timestamp, batchfmt.Record{Headers: r.Headers, Body: r.Body}, b64)
 }

@@ -288,7 +288,7 @@ type storeRead struct {
 	s    *consumer.Session
 }
 
-func (r *storeRead) next(ctx context.Context) ([]consumer.Record, error) {
+func (r *storeRead) next(ctx context.Context) ([]consumer.SequencedRecord, error) {
 	b, err := r.s.Next(ctx)
 	switch {
 	case err == nil:
