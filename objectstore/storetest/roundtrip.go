@@ -214,6 +214,16 @@ func (s *suite) oddKeys(t *testing.T, st objectstore.Store) {
 		"punct/!$&'()*+,;=:@", "punct/%2F%00%", "punct/?#[]", "tab\there", "plus+and=equals",
 		"dots/..a/a../...", "dots/.hidden", "back\\slash", "quote\"s", "tilde~", "x/.sluice",
 	}
+	if s.opts.RefusedKeys != nil {
+		keys = slices.DeleteFunc(keys, func(k string) bool {
+			if !s.opts.RefusedKeys(k) {
+				return false
+			}
+			_, err := objectstore.PutBytes(ctxFor(t), st, k, []byte("x"), objectstore.IfAbsent())
+			wantClass(t, err, objectstore.ErrInvalidKey, fmt.Sprintf("put of refused key %q", k))
+			return true
+		})
+	}
 	for i, k := range keys {
 		data := []byte(fmt.Sprintf("%d:%s", i, k))
 		put := mustPut(t, st, k, data, objectstore.IfAbsent())

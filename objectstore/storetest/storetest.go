@@ -45,6 +45,10 @@ type Options struct {
 	// identical bytes may keep the version. The suite then only writes distinct contents where
 	// it expects the version to change, and skips the "same bytes, new version" check.
 	ContentVersions bool
+	// RefusedKeys reports keys the backend refuses with ErrInvalidKey although ValidateKey
+	// accepts them (Azure Blob Storage turns '\' into '/', so its store refuses keys with
+	// a backslash). The suite checks that they are refused, and leaves them out elsewhere.
+	RefusedKeys func(key string) bool
 	// SkipLarge skips the >= 64 MiB round trip (only under testing.Short()).
 	SkipLarge bool
 }

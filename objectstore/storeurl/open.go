@@ -5,7 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/azblob"
 	"github.com/sluice-dev/sluice/objectstore/file"
+	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
 
@@ -40,6 +42,22 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (objectstore.Store
 			return nil, err
 		}
 		s = ss
+	case "gs":
+		cfg := loc.GCSConfig()
+		cfg.Logger = o.logger
+		gs, err := gcs.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		s = gs
+	case "azblob":
+		cfg := loc.AzureConfig()
+		cfg.Logger = o.logger
+		as, err := azblob.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s = as
 	}
 	ps, err := objectstore.WithPrefix(s, loc.Prefix)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/azblob"
+	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
 
@@ -32,16 +35,41 @@ func (e *URLError) Unwrap() error { return ErrInvalidURL }
 
 // Location is a parsed store URL.
 type Location struct {
-	Scheme    string // "mem", "file" or "s3"
+	Scheme    string // "mem", "file", "s3", "gs" or "azblob"
 	Dir       string // file: absolute or relative directory as given (cleaned)
-	Bucket    string // s3
+	Bucket    string // s3, gs; azblob: the container
 	Prefix    string // key prefix without leading or trailing slash; "" for none
-	Endpoint  string // s3: custom endpoint, "" for AWS
+	Endpoint  string // s3: custom endpoint, "" for AWS; azblob: service URL, "" for the account's
+	Account   string // azblob: storage account name, "" to take it from the credentials
 	Region    string // s3: "" for the AWS chain
 	PathStyle bool   // s3
 	// ReadTimeout (s3) is s3.Config.ReadTimeout: s3.DefaultReadTimeout unless the URL's
 	// read_timeout says otherwise (0: none).
 	ReadTimeout time.Duration
+}
+
+// GCSConfig returns the GCS configuration of a gs location: credentials from Google's
+// chain, or the emulator in STORAGE_EMULATOR_HOST.
+func (l Location) GCSConfig() gcs.Config {
+	return gcs.Config{Bucket: l.Bucket}
+}
+
+// AzureConfig returns the Azure configuration of an azblob location, with credentials
+// from the environment: AZURE_STORAGE_CONNECTION_STRING when the URL names no account (or
+// names the one the string names); else the account of the URL or of AZURE_STORAGE_ACCOUNT
+// with AZURE_STORAGE_KEY if set, else Azure's default credential chain.
+func (l Location) AzureConfig() azblob.Config {
+	cfg := azblob.Config{Container: l.Bucket, Account: l.Account, Endpoint: l.Endpoint}
+	if cs := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); cs != "" && l.Endpoint == "" &&
+		(l.Account == "" || strings.Contains(cs, "AccountName="+l.Account+";")) {
+		cfg.ConnectionString, cfg.Account = cs, ""
+		return cfg
+	}
+	if cfg.Account == "" {
+		cfg.Account = os.Getenv("AZURE_STORAGE_ACCOUNT")
+	}
+	cfg.AccountKey = os.Getenv("AZURE_STORAGE_KEY")
+	return cfg
 }
 
 // S3Config returns the S3 configuration of an s3 location.
@@ -88,12 +116,37 @@ func (l Location) String() string {
 			s += "?" + q.Encode()
 		}
 		return s
+	case "gs", "azblob":
+		s := l.Scheme + "://" + l.Bucket
+		if l.Prefix != "" {
+			s += "/" + escapePath(l.Prefix)
+		}
+		q := url.Values{}
+		if l.Account != "" {
+			q.Set("account", l.Account)
+		}
+		if l.Endpoint != "" {
+			q.Set("endpoint", l.Endpoint)
+		}
+		if len(q) > 0 {
+			s += "?" + q.Encode()
+		}
+		return s
 	}
 	return ""
 }
 
 func escapePath(p string) string {
 	return (&url.URL{Path: p}).EscapedPath()
+}
+
+func sortedKeys(q url.Values) []string {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 var s3Params = []string{"endpoint", "region", "path_style", "read_timeout"}
@@ -243,10 +296,55 @@ func Parse(raw string) (Location, error) {
 				loc.ReadTimeout = d
 			}
 		}
+	case "gs":
+		loc.Bucket = u.Host
+		if loc.Bucket == "" {
+			bad("missing bucket (want gs://bucket/prefix)")
+		} else if err := gcs.ValidateBucket(loc.Bucket); err != nil {
+			bad("%s", strings.TrimPrefix(err.Error(), "objectstore: gcs: "))
+		}
+		loc.Prefix = strings.Trim(u.Path, "/")
+		for _, k := range sortedKeys(q) {
+			bad("unknown query parameter %q for gs:// (credentials and the emulator come from the environment)", k)
+		}
+	case "azblob":
+		loc.Bucket = u.Host
+		if loc.Bucket == "" {
+			bad("missing container (want azblob://container/prefix)")
+		} else if err := azblob.ValidateContainer(loc.Bucket); err != nil {
+			bad("%s", strings.TrimPrefix(err.Error(), "objectstore: azblob: "))
+		}
+		loc.Prefix = strings.Trim(u.Path, "/")
+		if strings.Contains(loc.Prefix, `\`) {
+			bad("prefix %q has a backslash, which Azure turns into a slash", loc.Prefix)
+		}
+		for _, k := range sortedKeys(q) {
+			vals := q[k]
+			if k != "account" && k != "endpoint" {
+				bad("unknown query parameter %q (known: account, endpoint)", k)
+				continue
+			}
+			if len(vals) != 1 {
+				bad("query parameter %q given %d times", k, len(vals))
+				continue
+			}
+			switch v := vals[0]; k {
+			case "account":
+				if err := azblob.ValidateAccount(v); err != nil {
+					bad("%s", strings.TrimPrefix(err.Error(), "objectstore: azblob: "))
+				}
+				loc.Account = v
+			case "endpoint":
+				if err := azblob.ValidateEndpoint(v); err != nil {
+					bad("%s", strings.TrimPrefix(err.Error(), "objectstore: azblob: "))
+				}
+				loc.Endpoint = v
+			}
+		}
 	case "":
 		bad("missing scheme")
 	default:
-		bad("unknown scheme %q (want mem, file or s3)", u.Scheme)
+		bad("unknown scheme %q (want mem, file, s3, gs or azblob)", u.Scheme)
 	}
 	if loc.Prefix != "" {
 		if err := objectstore.ValidateKey(loc.Prefix); err != nil {

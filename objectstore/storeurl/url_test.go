@@ -31,6 +31,10 @@ func TestParse(t *testing.T) {
 		{"S3://bucket/a%20b?path_style=0", storeurl.Location{Scheme: "s3", Bucket: "bucket", Prefix: "a b", ReadTimeout: s3.DefaultReadTimeout}},
 		{"s3://bucket?read_timeout=10m", storeurl.Location{Scheme: "s3", Bucket: "bucket", ReadTimeout: 10 * time.Minute}},
 		{"s3://bucket?read_timeout=0s", storeurl.Location{Scheme: "s3", Bucket: "bucket"}},
+		{"gs://my-bucket", storeurl.Location{Scheme: "gs", Bucket: "my-bucket"}},
+		{"gs://my_bucket.example.com/streams/prod/", storeurl.Location{Scheme: "gs", Bucket: "my_bucket.example.com", Prefix: "streams/prod"}},
+		{"azblob://sluice", storeurl.Location{Scheme: "azblob", Bucket: "sluice"}},
+		{"azblob://sluice-data/p/q?account=acct1&endpoint=http://127.0.0.1:10000/acct1", storeurl.Location{Scheme: "azblob", Bucket: "sluice-data", Prefix: "p/q", Account: "acct1", Endpoint: "http://127.0.0.1:10000/acct1"}},
 	}
 	for _, c := range cases {
 		got, err := storeurl.Parse(c.in)
@@ -54,7 +58,14 @@ func TestParseErrors(t *testing.T) {
 		want []string // every one must appear in the message
 	}{
 		{"", []string{"empty URL"}},
-		{"gs://bucket", []string{`unknown scheme "gs"`}},
+		{"gcs://bucket", []string{`unknown scheme "gcs"`}},
+		{"gs://", []string{"missing bucket"}},
+		{"gs://B/x", []string{"bucket name"}},
+		{"gs://bucket?endpoint=http://x", []string{`unknown query parameter "endpoint" for gs://`}},
+		{"azblob://", []string{"missing container"}},
+		{"azblob://Bad_Name", []string{"container name"}},
+		{"azblob://c0n?account=UPPER&endpoint=ftp://x&x=1", []string{"account name", "http or https", `unknown query parameter "x"`}},
+		{"azblob://con/a\\b/..", []string{"not a valid key path"}},
 		{"s3://", []string{"missing bucket"}},
 		{"s3:///prefix", []string{"missing bucket"}},
 		{"s3://B_ad!/x", []string{"bucket name"}},
@@ -129,7 +140,7 @@ func TestOpen(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"mem://", "mem://a/b", "file:///x/y", "/abs", "rel", "./r", "s3://bucket/p?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true",
-		"s3://", "s3://b?x=y", "s3://k:s@b/p", "file://h/x", "gs://b", "", "s3://b/a%2Fb", "s3://b/%00", "s3:b", "::::", "s3://b?endpoint=%zz",
+		"s3://", "s3://b?x=y", "s3://k:s@b/p", "file://h/x", "gs://b", "", "s3://b/a%2Fb", "s3://b/%00", "s3:b", "::::", "s3://b?endpoint=%zz", "gs://b-b/p", "azblob://c-c/p?account=a1b&endpoint=https://h",
 	} {
 		f.Add(s)
 	}
@@ -142,7 +153,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		switch loc.Scheme {
-		case "mem", "file", "s3":
+		case "mem", "file", "s3", "gs", "azblob":
 		default:
 			t.Fatalf("Parse(%q): scheme %q", raw, loc.Scheme)
 		}
