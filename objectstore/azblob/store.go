@@ -290,6 +290,11 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 		e := azcore.ETagAny
 		opts.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &e}}
 	case cond.IfMatch != "":
+		if strings.Contains(cond.IfMatch, "*") || strings.HasPrefix(cond.IfMatch, "W/") {
+			// "*" would match any blob; no blob has a weak ETag.
+			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrPreconditionFailed,
+				fmt.Errorf("version %q is not an ETag", cond.IfMatch))
+		}
 		e := azcore.ETag(quote(cond.IfMatch))
 		opts.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &e}}
 	}
