@@ -28,10 +28,10 @@ const (
 type Proxy struct {
 	URL string // the proxy's base URL, http://127.0.0.1:port
 
-	mu      sync.Mutex
-	decide  func(r *http.Request) ProxyAction
-	seen    []string // method and path of every request
-	srv     *httptest.Server
+	mu     sync.Mutex
+	decide func(r *http.Request) ProxyAction
+	seen   []string // method and path of every request
+	srv    *httptest.Server
 }
 
 // NewProxy starts a proxy to upstream (a base URL), closed when t ends. Until SetDecide is
