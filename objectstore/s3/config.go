@@ -29,6 +29,9 @@ type Config struct {
 	// PathStyle addresses buckets as ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY.
 	// S3-compatible servers usually need it.
 	PathStyle bool
+	// Credentials, if set, replace the standard chain's (static keys from a Thanos bucket
+	// config, for one).
+	Credentials aws.CredentialsProvider
 	// HTTPClient, if set, replaces the SDK's HTTP client (ReadTimeout still applies).
 	HTTPClient *http.Client
 	// ReadTimeout, if positive, fails a request once the server has been silent for that
@@ -86,6 +89,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	}
+	if cfg.Credentials != nil {
+		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

@@ -20,6 +20,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (objectstore.Store
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if data, ok, err := thanosFromURL(rawURL); ok {
+		if err != nil {
+			return nil, err
+		}
+		return OpenThanos(ctx, data, opts...)
+	}
 	loc, err := Parse(rawURL)
 	if err != nil {
 		return nil, err

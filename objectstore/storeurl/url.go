@@ -155,6 +155,12 @@ var s3Params = []string{"endpoint", "region", "path_style", "read_timeout"}
 // information, and the values of query parameters whose names mention a secret, key, token
 // or password (a store URL takes none; one given by mistake must not be echoed).
 func Redact(raw string) string {
+	if data, ok, err := thanosFromURL(raw); ok {
+		if tc, perr := ParseThanosConfig(data); err == nil && perr == nil {
+			return tc.Describe()
+		}
+		return "<a Thanos bucket config>"
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "<unparsable URL>"
