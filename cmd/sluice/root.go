@@ -54,7 +54,18 @@ Store URLs:
                                      request fails once the server has been silent for
                                      read_timeout (default 2m, 0s for none; add
                                      &read_timeout=10m on links under 0.3 Mbit/s)
-  mem://                             memory (lost on exit; for tests)`,
+  gs://bucket/prefix                 Google Cloud Storage; credentials from Google's chain
+                                     (GOOGLE_APPLICATION_CREDENTIALS, ...), the emulator
+                                     from STORAGE_EMULATOR_HOST
+  azblob://container/prefix[?account=NAME]
+                                     Azure Blob Storage; credentials from
+                                     AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY
+                                     or Azure's default credential chain
+  mem://                             memory (lost on exit; for tests)
+
+Instead of --store, --objstore.config-file FILE (or --objstore.config YAML) takes a Thanos
+bucket config (type: S3, GCS, AZURE or FILESYSTEM; config:; prefix:), as Thanos, Loki,
+Mimir and Cortex do.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -73,6 +84,7 @@ Store URLs:
 	pf.StringVar(&g.store, "store", defaultStore, "object store URL")
 	pf.StringVar(&g.endpoint, "endpoint", "", "a daemon's URL (http://host:port): the stream and basin commands go through its S2 API instead of --store")
 	pf.StringVar(&g.token, "token", "", "with --endpoint, the caller's bearer token (prefer SLUICE_TOKEN: flags show in ps)")
+	addObjstoreFlags(root, g)
 	pf.String("config", "", "YAML config file whose keys are flag names") // read by applyConfig
 	pf.Var(newEnum(&g.logLevel, "info", "debug", "info", "warn", "error"), "log-level", "log level: debug, info, warn or error")
 	pf.Var(newEnum(&g.logFormat, "text", "text", "json"), "log-format", "log format: text or json")
