@@ -3,6 +3,7 @@ package azblob_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/azblob"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
@@ -155,5 +157,78 @@ func TestAzureThrottled(t *testing.T) {
 	}
 	if info, err := st.Head(ctx, "k"); err != nil || info.Version != v1.Version {
 		t.Fatalf("after a throttled put: %+v %v, want version %s", info, err, v1.Version)
+	}
+}
+
+// TestAzureNoContainer: a container that does not exist is ErrNoBucket for every
+// operation that can tell (never ErrNotFound, which would read as a missing stream); a
+// HEAD's answer has no body to tell by, so Head may say ErrNotFound.
+func TestAzureNoContainer(t *testing.T) {
+	_, loc := storetest.CloudURL(t, storetest.EnvAzureURL, "azblob")
+	ctx := ctxFor(t)
+	loc.Bucket = fmt.Sprintf("no-such-container-%d", time.Now().UnixNano())
+	st, err := azblob.New(loc.AzureConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put := func(cond objectstore.PutCondition) func() error {
+		return func() error {
+			_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), cond)
+			return err
+		}
+	}
+	for name, op := range map[string]func() error{
+		"get":           func() error { _, err := st.Get(ctx, "k", objectstore.GetOptions{}); return err },
+		"head":          func() error { _, err := st.Head(ctx, "k"); return err },
+		"list":          func() error { _, err := st.List(ctx, "", "", 0); return err },
+		"delete":        func() error { return st.Delete(ctx, "k") },
+		"put":           put(objectstore.Unconditional()),
+		"put if absent": put(objectstore.IfAbsent()),
+		"put if match":  put(objectstore.IfMatch(`"0x8D0"`)),
+	} {
+		err := op()
+		if name == "head" {
+			if !errors.Is(err, objectstore.ErrNoBucket) && !errors.Is(err, objectstore.ErrNotFound) {
+				t.Errorf("head on a missing container: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrNotFound) || errors.Is(err, objectstore.ErrPreconditionFailed) {
+			t.Errorf("%s on a missing container: %v, want ErrNoBucket alone", name, err)
+		}
+	}
+}
+
+// TestAzureAccessDenied: a wrong account key (Azurite checks signatures) is
+// ErrAccessDenied for every operation, so callers fail at once instead of retrying.
+func TestAzureAccessDenied(t *testing.T) {
+	_, loc := storetest.CloudURL(t, storetest.EnvAzureURL, "azblob")
+	storetest.Azure(t) // the container exists
+	cs := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	key := regexp.MustCompile(`AccountKey=[^;]+`)
+	if !key.MatchString(cs) {
+		t.Skip("the connection string has no account key to spoil")
+	}
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", key.ReplaceAllString(cs, "AccountKey=bm90LXRoZS1rZXk="))
+	st, err := azblob.New(loc.AzureConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := ctxFor(t)
+	for name, op := range map[string]func() error{
+		"get":    func() error { _, err := st.Get(ctx, "k", objectstore.GetOptions{}); return err },
+		"head":   func() error { _, err := st.Head(ctx, "k"); return err },
+		"list":   func() error { _, err := st.List(ctx, "", "", 0); return err },
+		"delete": func() error { return st.Delete(ctx, "k") },
+		"put": func() error {
+			_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), objectstore.IfAbsent())
+			return err
+		},
+	} {
+		if err := op(); !errors.Is(err, objectstore.ErrAccessDenied) || errors.Is(err, objectstore.ErrOutcomeUnknown) {
+			t.Errorf("%s with a wrong key: %v, want ErrAccessDenied", name, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package gcs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
+	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/storetest"
 )
 
@@ -140,5 +142,48 @@ func TestGCSThrottled(t *testing.T) {
 	}
 	if got := objectstore.KeyWritesPerSecond(objectstore.Instrument(st, objectstore.ObserverFunc(func(objectstore.OpEvent) {}))); got != 1 {
 		t.Fatalf("KeyWritesPerSecond through a prefix and instrumentation = %v, want GCS's 1", got)
+	}
+}
+
+// TestGCSNoBucket: on the emulator, a bucket that does not exist is ErrNoBucket for every
+// operation that can tell (never ErrNotFound, which would read as a missing stream), and
+// ErrNotFound at most for Get and Head, whose 404 the client reports alike.
+func TestGCSNoBucket(t *testing.T) {
+	_, loc := storetest.CloudURL(t, storetest.EnvGCSURL, "gs")
+	ctx := ctxFor(t)
+	loc.Bucket = fmt.Sprintf("no-such-bucket-%d", time.Now().UnixNano())
+	st, err := gcs.New(ctx, loc.GCSConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for name, op := range storeOps(ctx, st) {
+		err := op()
+		canTell := name != "get" && name != "head"
+		if canTell && (!errors.Is(err, objectstore.ErrNoBucket) || errors.Is(err, objectstore.ErrNotFound)) {
+			t.Errorf("%s on a missing bucket: %v, want ErrNoBucket", name, err)
+		}
+		if !canTell && !errors.Is(err, objectstore.ErrNoBucket) && !errors.Is(err, objectstore.ErrNotFound) {
+			t.Errorf("%s on a missing bucket: %v, want ErrNoBucket or ErrNotFound", name, err)
+		}
+	}
+}
+
+// storeOps returns one call of each operation on key "k" of st, by name.
+func storeOps(ctx context.Context, st objectstore.Store) map[string]func() error {
+	put := func(cond objectstore.PutCondition) func() error {
+		return func() error {
+			_, err := objectstore.PutBytes(ctx, st, "k", []byte("x"), cond)
+			return err
+		}
+	}
+	return map[string]func() error{
+		"get":           func() error { _, err := st.Get(ctx, "k", objectstore.GetOptions{}); return err },
+		"head":          func() error { _, err := st.Head(ctx, "k"); return err },
+		"list":          func() error { _, err := st.List(ctx, "", "", 0); return err },
+		"delete":        func() error { return st.Delete(ctx, "k") },
+		"put":           put(objectstore.Unconditional()),
+		"put if absent": put(objectstore.IfAbsent()),
+		"put if match":  put(objectstore.IfMatch("12345")),
 	}
 }

@@ -2,6 +2,7 @@ package gcs
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -39,6 +40,9 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 			return page, nil
 		}
 		if err != nil {
+			if status(err) == http.StatusNotFound && !noBucket(err) && s.bucketGone(ctx) {
+				return objectstore.ListPage{}, objectstore.NewOpError("list", prefix, objectstore.ErrNoBucket, err)
+			}
 			return objectstore.ListPage{}, s.readErr("list", prefix, err)
 		}
 		if a.Name <= startAfter || !strings.HasPrefix(a.Name, prefix) {

@@ -243,6 +243,9 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 		if sr.Err() != nil {
 			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, sr.Err())
 		}
+		if status(err) == http.StatusNotFound && s.bucketGone(ctx) {
+			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, objectstore.ErrNoBucket, err)
+		}
 		return objectstore.ObjectInfo{}, s.putErr(key, cond, wrote.Load(), err)
 	}
 	a := w.Attrs()
@@ -259,13 +262,24 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	err := s.bkt.Object(key).Delete(ctx)
-	if err == nil || (errors.Is(err, storage.ErrObjectNotExist) && !noBucket(err)) {
+	if err == nil {
 		return nil
 	}
 	if status(err) == http.StatusNotFound && !noBucket(err) {
+		// The object is absent, unless the bucket is: not every server says which.
+		if s.bucketGone(ctx) {
+			return objectstore.NewOpError("delete", key, objectstore.ErrNoBucket, err)
+		}
 		return nil
 	}
 	return s.readErr("delete", key, err)
+}
+
+// bucketGone reports whether the bucket is known not to exist: a 404 to an object
+// request names the bucket on GCS, but not on every emulator.
+func (s *Store) bucketGone(ctx context.Context) bool {
+	_, err := s.bkt.Attrs(ctx)
+	return errors.Is(err, storage.ErrBucketNotExist)
 }
 
 // Close implements Store. It does not wait for operations in flight.

@@ -129,7 +129,7 @@ func ctxFor(t *testing.T) context.Context {
 var sentinels = []error{
 	objectstore.ErrNotFound, objectstore.ErrPreconditionFailed, objectstore.ErrNotModified,
 	objectstore.ErrOutcomeUnknown, objectstore.ErrInvalidKey, objectstore.ErrClosed,
-	objectstore.ErrCorrupt,
+	objectstore.ErrCorrupt, objectstore.ErrThrottled,
 }
 
 // wantClass fails t unless err matches want and no other sentinel.
