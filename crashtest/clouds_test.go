@@ -20,7 +20,7 @@ func TestCrashGCS(t *testing.T) {
 	_, loc := storetest.CloudURL(t, storetest.EnvGCSURL, "gs")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := gcs.New(ctx, loc.GCSConfig())
+	st, err := gcs.New(ctx, gcs.Config{Bucket: loc.Bucket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,6 +266,11 @@ GOARCH=386 go vet ./...
 GOARCH=arm64 go vet ./...
 echo "ok"
 
+# A slim binary leaves Google's client out (storeurl's gcs_off.go): it must keep building.
+log "go vet -tags sluice_nogcs (cmd/sluice without Google Cloud Storage)"
+go vet -tags sluice_nogcs ./objectstore/storeurl/ ./cmd/sluice/
+echo "ok"
+
 if $S3_READY; then
 	log "S3 conformance suite against versitygw $VERSITYGW_VERSION ($SLUICE_TEST_S3_URL)"
 	# Verbose, so the log shows each S3 test running (not skipped) against the real server.

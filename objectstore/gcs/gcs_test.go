@@ -152,7 +152,7 @@ func TestGCSNoBucket(t *testing.T) {
 	_, loc := storetest.CloudURL(t, storetest.EnvGCSURL, "gs")
 	ctx := ctxFor(t)
 	loc.Bucket = fmt.Sprintf("no-such-bucket-%d", time.Now().UnixNano())
-	st, err := gcs.New(ctx, loc.GCSConfig())
+	st, err := gcs.New(ctx, gcs.Config{Bucket: loc.Bucket})
 	if err != nil {
 		t.Fatal(err)
 	}

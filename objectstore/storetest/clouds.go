@@ -52,8 +52,8 @@ func GCS(t testing.TB) objectstore.Store {
 	_, loc := CloudURL(t, EnvGCSURL, "gs")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	open := func() (objectstore.Store, error) { return gcs.New(ctx, loc.GCSConfig()) }
-	base, err := gcs.New(ctx, loc.GCSConfig())
+	open := func() (objectstore.Store, error) { return gcs.New(ctx, gcs.Config{Bucket: loc.Bucket}) }
+	base, err := gcs.New(ctx, gcs.Config{Bucket: loc.Bucket})
 	if err != nil {
 		t.Fatalf("GCS store for %s: %v", EnvGCSURL, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/azblob"
 	"github.com/sluice-dev/sluice/objectstore/file"
-	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
 
@@ -49,9 +48,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (objectstore.Store
 		}
 		s = ss
 	case "gs":
-		cfg := loc.GCSConfig()
-		cfg.Logger = o.logger
-		gs, err := gcs.New(ctx, cfg)
+		gs, err := openGCS(ctx, loc, o.logger)
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,6 @@ package storeurl
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,15 +14,12 @@ import (
 	gokitlog "github.com/go-kit/log"
 	thazure "github.com/thanos-io/objstore/providers/azure"
 	thfs "github.com/thanos-io/objstore/providers/filesystem"
-	thgcs "github.com/thanos-io/objstore/providers/gcs"
 	ths3 "github.com/thanos-io/objstore/providers/s3"
-	"google.golang.org/api/option"
 	yaml2 "gopkg.in/yaml.v2"
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/azblob"
 	"github.com/sluice-dev/sluice/objectstore/file"
-	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
 
@@ -48,7 +44,7 @@ type ThanosConfig struct {
 	Type   string // "S3", "GCS", "AZURE" or "FILESYSTEM"
 	Prefix string
 	S3     *ths3.Config
-	GCS    *thgcs.Config
+	GCS    *ThanosGCSConfig
 	Azure  *thazure.Config
 	FS     *thfs.Config
 }
@@ -111,14 +107,14 @@ func ParseThanosConfig(data []byte) (ThanosConfig, error) {
 		}
 		tc.S3 = &c
 	case "GCS":
-		c := thgcs.DefaultConfig
-		if err := strict(&c); err != nil {
+		c, err := parseThanosGCS(strict)
+		if err != nil {
 			return ThanosConfig{}, err
 		}
 		if c.Bucket == "" {
 			return ThanosConfig{}, bad("type GCS: no bucket")
 		}
-		tc.GCS = &c
+		tc.GCS = c
 	case "AZURE":
 		c := thazure.DefaultConfig
 		if err := strict(&c); err != nil {
@@ -226,17 +222,7 @@ func openThanos(ctx context.Context, tc ThanosConfig, logger *slog.Logger) (obje
 	case tc.S3 != nil:
 		return s3.New(ctx, thanosS3(*tc.S3, logger))
 	case tc.GCS != nil:
-		cfg := gcs.Config{Bucket: tc.GCS.Bucket, Logger: logger}
-		if sa := tc.GCS.ServiceAccount; sa != "" {
-			var kind struct {
-				Type string `json:"type"`
-			}
-			if err := json.Unmarshal([]byte(sa), &kind); err != nil {
-				return nil, fmt.Errorf("%w: type GCS: service_account is not a JSON key: %v", ErrInvalidThanosConfig, err)
-			}
-			cfg.ClientOptions = append(cfg.ClientOptions, option.WithAuthCredentialsJSON(option.CredentialsType(kind.Type), []byte(sa)))
-		}
-		return gcs.New(ctx, cfg)
+		return openThanosGCS(ctx, tc.GCS, logger)
 	case tc.Azure != nil:
 		return openThanosAzure(ctx, *tc.Azure, logger)
 	case tc.FS != nil:

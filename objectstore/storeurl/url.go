@@ -13,7 +13,6 @@ import (
 
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/azblob"
-	"github.com/sluice-dev/sluice/objectstore/gcs"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 )
 
@@ -46,12 +45,6 @@ type Location struct {
 	// ReadTimeout (s3) is s3.Config.ReadTimeout: s3.DefaultReadTimeout unless the URL's
 	// read_timeout says otherwise (0: none).
 	ReadTimeout time.Duration
-}
-
-// GCSConfig returns the GCS configuration of a gs location: credentials from Google's
-// chain, or the emulator in STORAGE_EMULATOR_HOST.
-func (l Location) GCSConfig() gcs.Config {
-	return gcs.Config{Bucket: l.Bucket}
 }
 
 // AzureConfig returns the Azure configuration of an azblob location, with credentials
@@ -306,7 +299,7 @@ func Parse(raw string) (Location, error) {
 		loc.Bucket = u.Host
 		if loc.Bucket == "" {
 			bad("missing bucket (want gs://bucket/prefix)")
-		} else if err := gcs.ValidateBucket(loc.Bucket); err != nil {
+		} else if err := validateGCSBucket(loc.Bucket); err != nil {
 			bad("%s", strings.TrimPrefix(err.Error(), "objectstore: gcs: "))
 		}
 		loc.Prefix = strings.Trim(u.Path, "/")
