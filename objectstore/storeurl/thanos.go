@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -231,10 +232,16 @@ func openThanos(ctx context.Context, tc ThanosConfig, logger *slog.Logger) (obje
 	return nil, fmt.Errorf("%w: no provider config", ErrInvalidThanosConfig)
 }
 
+// awsEndpoint matches a regional AWS S3 endpoint, the region its first group.
+var awsEndpoint = regexp.MustCompile(`^s3[.-](?:dualstack\.)?([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com$`)
+
 // thanosS3 maps Thanos's S3 config to sluice's: the endpoint is host[:port], over https
 // unless insecure; bucket_lookup_type auto means path style off AWS, as minio-go does.
 func thanosS3(c ths3.Config, logger *slog.Logger) s3.Config {
 	cfg := s3.Config{Bucket: c.Bucket, Region: c.Region, ReadTimeout: s3.DefaultReadTimeout, Logger: logger}
+	if m := awsEndpoint.FindStringSubmatch(c.Endpoint); m != nil && cfg.Region == "" {
+		cfg.Region = m[1] // s3.eu-west-1.amazonaws.com names its region
+	}
 	if c.Endpoint != "" && !strings.HasSuffix(c.Endpoint, "amazonaws.com") {
 		scheme := "https://"
 		if c.Insecure {
