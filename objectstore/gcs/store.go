@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/http"
@@ -224,16 +225,31 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 		}
 		obj = obj.If(storage.Conditions{GenerationMatch: g})
 	}
+	// A body that can be read twice is checked first: its length, and its CRC32C, which
+	// the upload then carries, so that the service stores these bytes or nothing.
+	crc, checked, err := checksum(body, size)
+	if err != nil {
+		return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, err)
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tctx, wrote := sentTrace(wctx)
 	w := obj.NewWriter(tctx)
 	w.ChunkSize = 0 // one request: nothing resumable is left behind, nothing is retried
 	w.ContentType = "application/octet-stream"
+	if checked {
+		w.CRC32C, w.SendCRC32C = crc, true
+	}
 	sr := sized.NewReader(body, size)
 	if _, err := io.Copy(w, sr); err != nil {
-		cancel() // abandons the upload: the object is not written
-		_ = w.Close()
+		// Abandon the upload: the request's body fails, so the request is cut before its
+		// end (the multipart body's closing boundary is never sent) and GCS stores
+		// nothing. Not Close, which would end the body cleanly and complete the upload
+		// with what was sent; CloseWithError fails the body at once, where cancel only
+		// makes a goroutine do so. (fake-gcs-server stores a cut multipart body's part
+		// anyway: seekable bodies are checked before anything is sent, above.)
+		_ = w.CloseWithError(err) //nolint:staticcheck // the synchronous abort is the point
+		cancel()
 		if sr.Err() != nil {
 			return objectstore.ObjectInfo{}, objectstore.NewOpError("put", key, nil, sr.Err())
 		}
@@ -254,6 +270,29 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64,
 		info.ModTime = time.Now()
 	}
 	return info, nil
+}
+
+// checksum returns the CRC32C of the size bytes of body, and rewinds it, when body can be
+// rewound (a *bytes.Reader, a file); checked is false otherwise. A body of another length
+// fails here, before any request.
+func checksum(body io.Reader, size int64) (crc uint32, checked bool, err error) {
+	rs, ok := body.(io.Seeker)
+	if !ok {
+		return 0, false, nil
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, false, nil // not really seekable: stream it
+	}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	sr := sized.NewReader(body, size)
+	if _, err := io.Copy(h, sr); err != nil {
+		return 0, false, err
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return 0, false, fmt.Errorf("rewinding the body: %w", err)
+	}
+	return h.Sum32(), true, nil
 }
 
 // Delete implements Store.
