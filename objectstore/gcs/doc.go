@@ -23,6 +23,12 @@
 // for the caller to resolve, as on S3. Puts are single requests (Writer.ChunkSize 0): no
 // resumable upload session is left behind.
 //
+// Integrity. A body that can be rewound (an io.Seeker: a *bytes.Reader, a file) is read
+// twice: first to check its length and compute its CRC32C, which the upload carries, so
+// that GCS stores exactly those bytes or nothing, and a body of the wrong length fails
+// before any request. Another body is streamed; if it fails part-way, the request is cut
+// before its multipart body ends, which GCS does not store (fake-gcs-server does).
+//
 // Throttling. GCS sustains about one write per second to one object name and answers more
 // with 429 (rateLimitExceeded); that maps to objectstore.ErrThrottled, a refusal that applied
 // nothing. Store implements objectstore.WriteLimiter with Config.KeyWritesPerSecond (default
