@@ -53,6 +53,7 @@ func TestObjstoreConfigFlags(t *testing.T) {
 		{[]string{"read", "--objstore.config", "type: S3\nconfig:\n  bucket: b\n  sse_config: {type: SSE-KMS}\n", "s"}, []string{"sse_config"}},
 		{[]string{"read", "--objstore.config-file", filepath.Join(dir, "missing.yml"), "s"}, []string{"missing.yml"}},
 		{[]string{"read", "--store", "mem://", "--objstore.config-file", cfgFile, "s"}, []string{"store", "objstore.config-file"}},
+		{[]string{"read", "--endpoint", "http://127.0.0.1:1", "--objstore.config-file", cfgFile, "s"}, []string{"endpoint", "objstore.config-file"}},
 	} {
 		r := sluice(t, dir, "", nil, c.args...)
 		if r.code == 0 {
