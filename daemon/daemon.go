@@ -160,6 +160,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 	if d.com != nil {
 		mux.Handle(committer.Path, d.api.Protect(d.com.Handler()))
 	}
+	// Followers in other processes watch the streams through the hub that this daemon's
+	// commits are published to (watch.Handler), with the committers' token.
+	mux.Handle(watch.Path, d.api.Protect(d.watch.Handler(d.store)))
 	mux.Handle("/", d.api)
 	d.srv = d.api.HTTPServer(cfg.Listen)
 	d.srv.Handler = mux

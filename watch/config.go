@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dev/sluice/committer/commitclient"
 )
 
 // Config configures a Hub. Start from DefaultConfig.
@@ -26,7 +29,45 @@ type Config struct {
 	// Registerer receives the hub's metrics (sluice_watch_*). Default nil: kept but not
 	// registered. Hubs sharing a registerer share the collectors.
 	Registerer prometheus.Registerer
+	// Remote, when enabled, has the watchers follow a stream through its committer's watch
+	// endpoint (another process's daemon) instead of polling the store (see the package
+	// doc, "Remote watches"). Default: off.
+	Remote RemoteConfig
+	// ServeHold bounds how long Handler holds a watch request that finds nothing newer
+	// before it answers "unchanged" (so that proxies do not cut it). Default 25 s.
+	ServeHold time.Duration
 }
+
+// RemoteConfig configures the remote watches of a Hub's watchers.
+type RemoteConfig struct {
+	// Enabled turns remote watches on.
+	Enabled bool
+	// Committer says where to watch, as writers say where to commit (package
+	// commitclient): the committer the manifest names while its role is live, else
+	// Committer.URL; with neither, the holder of a lapsed role (it still sees the
+	// stream's commits). Committer.Token is the bearer token of the watch endpoint (the
+	// committers' API token). Its other fields are not used.
+	Committer commitclient.Config
+	// Client makes the watch requests. Default: a client of its own with no timeout (each
+	// request is bounded by the server's hold plus RequestSlack).
+	Client *http.Client
+	// Self is this process's own watch endpoint (a daemon's advertised URL): never
+	// watched, as the process's own commits are published to its hub. Default "".
+	Self string
+	// SafetyInterval is the interval of the store polls while a remote watch answers: the
+	// bound of the staleness if the committer answered wrongly. Default 10 s; at least
+	// MaxInterval.
+	SafetyInterval time.Duration
+	// RetryAfter is how long the store is polled (on the usual intervals) after a remote
+	// watch failed, before the committer is watched again. Default 5 s.
+	RetryAfter time.Duration
+	// RequestSlack is added to the server's hold (ServeHold's default) to bound one watch
+	// request. Default 10 s.
+	RequestSlack time.Duration
+}
+
+// DefaultServeHold is Config.ServeHold's default.
+const DefaultServeHold = 25 * time.Second
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -35,6 +76,12 @@ func DefaultConfig() Config {
 		MaxInterval:   time.Second,
 		ErrorAttempts: 5,
 		Logger:        slog.New(slog.DiscardHandler),
+		Remote: RemoteConfig{
+			SafetyInterval: 10 * time.Second,
+			RetryAfter:     5 * time.Second,
+			RequestSlack:   10 * time.Second,
+		},
+		ServeHold: DefaultServeHold,
 	}
 }
 
@@ -55,6 +102,23 @@ func (c *Config) Validate() error {
 	}
 	if c.ErrorAttempts < 1 {
 		bad("error attempts %d must be >= 1", c.ErrorAttempts)
+	}
+	if c.ServeHold <= 0 {
+		bad("serve hold %v must be > 0", c.ServeHold)
+	}
+	if r := &c.Remote; r.Enabled {
+		if err := r.Committer.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: remote committer: %w", ErrInvalidConfig, err))
+		}
+		if r.SafetyInterval < c.MaxInterval {
+			bad("remote safety interval %v must be >= max interval %v", r.SafetyInterval, c.MaxInterval)
+		}
+		if r.RetryAfter <= 0 {
+			bad("remote retry-after %v must be > 0", r.RetryAfter)
+		}
+		if r.RequestSlack <= 0 {
+			bad("remote request slack %v must be > 0", r.RequestSlack)
+		}
 	}
 	if c.Logger == nil {
 		bad("logger is nil (use slog.New(slog.DiscardHandler))")

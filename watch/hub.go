@@ -22,8 +22,9 @@ var (
 // Hub keeps one watcher per (store, manifest key) that someone in the process follows. Its
 // methods are safe for concurrent use. The zero value is not usable: call New.
 type Hub struct {
-	cfg Config
-	m   *metrics
+	cfg    Config
+	m      *metrics
+	remote *remote // nil unless Config.Remote.Enabled
 
 	mu       sync.Mutex
 	watchers map[watchKey]*watcher
@@ -46,7 +47,11 @@ func New(cfg Config) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: register metrics: %w", err)
 	}
-	return &Hub{cfg: cfg, m: m, watchers: map[watchKey]*watcher{}, quit: make(chan struct{})}, nil
+	h := &Hub{cfg: cfg, m: m, watchers: map[watchKey]*watcher{}, quit: make(chan struct{})}
+	if cfg.Remote.Enabled {
+		h.remote = newRemote(cfg.Remote, cfg.ServeHold)
+	}
+	return h, nil
 }
 
 // Config returns the hub's configuration.
@@ -79,6 +84,10 @@ func (h *Hub) Subscribe(store objectstore.Store, key string) (*Subscription, err
 		h.m.watchers.Inc()
 		h.wg.Add(1)
 		go w.run()
+		if h.remote != nil {
+			h.wg.Add(1)
+			go w.watchRemote()
+		}
 	}
 	w.subs++
 	h.m.subscribers.Inc()

@@ -9,9 +9,13 @@ import (
 type metrics struct {
 	polls       *prometheus.CounterVec // result: changed | not_modified | error
 	publishes   *prometheus.CounterVec // kind: snapshot | tail; taken: yes | no
-	wakes       *prometheus.CounterVec // source: poll | publish | subscriber
+	wakes       *prometheus.CounterVec // source: poll | publish | subscriber | remote
 	watchers    prometheus.Gauge
 	subscribers prometheus.Gauge
+	// Remote watches.
+	remote          *prometheus.CounterVec // result: changed | unchanged | error
+	remoteFallbacks prometheus.Counter     // a remote watch stopped answering: back to polling
+	served          prometheus.Counter     // watch requests served (Handler)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,9 +28,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		publishes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("publishes_total",
 			"Commits published in-process for followed streams, by kind (snapshot, tail) and whether they moved the watcher (taken: yes, no).")), []string{"kind", "taken"}),
 		wakes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("wakes_total",
-			"Newer manifests handed to a stream's followers, by source (poll, publish, subscriber).")), []string{"source"}),
+			"Newer manifests handed to a stream's followers, by source (poll, publish, subscriber, remote).")), []string{"source"}),
 		watchers:    prometheus.NewGauge(prometheus.GaugeOpts(opts("watchers", "Streams watched (one watcher each)."))),
 		subscribers: prometheus.NewGauge(prometheus.GaugeOpts(opts("subscribers", "Followers subscribed to the watchers."))),
+		remote: prometheus.NewCounterVec(prometheus.CounterOpts(opts("remote_answers_total",
+			"Answers of remote watches (a committer's watch endpoint), by result (changed, unchanged, error).")), []string{"result"}),
+		remoteFallbacks: prometheus.NewCounter(prometheus.CounterOpts(opts("remote_fallbacks_total",
+			"Remote watches that stopped answering, after which the watcher polls the store on its usual intervals."))),
+		served: prometheus.NewCounter(prometheus.CounterOpts(opts("served_total",
+			"Watch requests served to followers in other processes (Handler)."))),
 	}
 	if reg == nil {
 		return m, nil
@@ -47,5 +57,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.wakes = reuse(m.wakes).(*prometheus.CounterVec)
 	m.watchers = reuse(m.watchers).(prometheus.Gauge)
 	m.subscribers = reuse(m.subscribers).(prometheus.Gauge)
+	m.remote = reuse(m.remote).(*prometheus.CounterVec)
+	m.remoteFallbacks = reuse(m.remoteFallbacks).(prometheus.Counter)
+	m.served = reuse(m.served).(prometheus.Counter)
 	return m, errors.Join(errs...)
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // watcher watches one manifest for all the subscribers of one hub. Its goroutine (run) is
-// the only one that reads the store; publishes and subscribers change its view under mu.
+// the only one that reads the store; publishes, subscribers and its remote watch (a second
+// goroutine, watchRemote, with Config.Remote) change its view under mu.
 type watcher struct {
 	h     *Hub
 	store objectstore.Store
@@ -36,6 +37,7 @@ type watcher struct {
 	started   uint64 // polls started
 	failures  int    // plain failures in a row
 	wantFresh bool   // a subscriber waits for a poll to confirm the view: announce confirmations
+	remoteOK  bool   // a remote watch answers: poll only every Remote.SafetyInterval
 	changed   chan struct{}
 }
 
@@ -92,6 +94,11 @@ func (w *watcher) run() {
 		default:
 			interval = min(2*interval, cfg.MaxInterval)
 		}
+		w.mu.Lock()
+		if w.remoteOK {
+			interval = cfg.Remote.SafetyInterval
+		}
+		w.mu.Unlock()
 		t.Reset(interval)
 	}
 }

@@ -1,0 +1,100 @@
+package watch
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/objectstore"
+)
+
+// Path is where a daemon serves its hub's watch endpoint (Handler), under the URL it
+// advertises as a committer.
+const Path = "/sluice/v1/watch"
+
+// Answer is the watch endpoint's 200 answer: a manifest newer than the one asked about, as
+// durably written (its store version and its bytes).
+type Answer struct {
+	Version  string `json:"version"`
+	Manifest []byte `json:"manifest"` // manifest.State.Encode; base64 in JSON
+}
+
+// Handler serves the hub's view of the streams of store at Path to followers in other
+// processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER subscribes to the stream
+// and answers, as soon as the hub holds a manifest of another generation or of a higher write
+// counter, 200 with an Answer; after Config.ServeHold with nothing newer, 204 (unchanged).
+// A missing or deleted stream is 404, another read failure 503, a bad query 400. Only
+// manifests the hub holds are sent: polled from the store, or published by this process after
+// its write succeeded; never one a remote subscriber brought. The caller protects it (the
+// committers' bearer token).
+func (h *Hub) Handler(store objectstore.Store) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			rw.Header().Set("Allow", http.MethodGet)
+			http.Error(rw, "watch requests are GETs", http.StatusMethodNotAllowed)
+			return
+		}
+		q := r.URL.Query()
+		key := q.Get("manifest")
+		gen, err := parseGeneration(q.Get("generation"))
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+		if err != nil {
+			http.Error(rw, "after: not a write counter", http.StatusBadRequest)
+			return
+		}
+		sub, err := h.Subscribe(store, key)
+		switch {
+		case errors.Is(err, ErrClosed):
+			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+			return
+		case err != nil:
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer sub.Close()
+		h.m.served.Inc()
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.ServeHold)
+		defer cancel()
+		// known is always the hub's own view, never what the request claims: a subscriber
+		// may hand the watcher a later manifest, which a remote one must not.
+		var known *manifest.Snapshot
+		for {
+			snap, err := sub.Wait(ctx, known)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				rw.WriteHeader(http.StatusNoContent)
+				return
+			case errors.Is(err, manifest.ErrNotExist):
+				http.Error(rw, err.Error(), http.StatusNotFound)
+				return
+			case err != nil:
+				http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			if snap.State.Generation != gen || snap.State.WriteCounter > after {
+				rw.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(rw).Encode(Answer{Version: snap.Version, Manifest: snap.State.Encode()})
+				return
+			}
+			known = snap
+		}
+	})
+}
+
+func parseGeneration(s string) ([16]byte, error) {
+	var g [16]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(g) {
+		return g, errors.New("generation: not 32 hex digits")
+	}
+	copy(g[:], b)
+	return g, nil
+}
