@@ -176,6 +176,14 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	cfg.Group = f.group
 	cfg.AckInterval = f.ackInterval
 	cfg.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}
+	// Followed through the committer's watch while one answers (the same committer and
+	// token as the checkpoints), else by polling the store.
+	hub, err := e.followHub(cfg.Committer)
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	cfg.Watch = hub
 	cfg.MaxBatchRecords = f.batch
 	cfg.Logger = e.log
 	cfg.StreamName = name

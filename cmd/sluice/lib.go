@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
@@ -27,6 +28,7 @@ import (
 	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // libEnv is what a library-mode command works with: the store, the logger and the stream
@@ -361,4 +363,16 @@ func exactArgs(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("unexpected argument %q %s", args[len(names)], usage)
 	}
 	return nil
+}
+
+// followHub is the watch hub of a command that follows a stream (read --follow, consume):
+// its manifest watcher follows the stream through the committer the manifest names (or
+// committer, configured), told of each commit by its watch endpoint, and polls the store
+// (at most once a second when idle) only while none answers. The caller closes it.
+func (e *libEnv) followHub(committer commitclient.Config) (*watch.Hub, error) {
+	cfg := watch.DefaultConfig()
+	cfg.Logger = e.log
+	cfg.Remote.Enabled = true
+	cfg.Remote.Committer = committer
+	return watch.New(cfg)
 }

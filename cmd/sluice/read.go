@@ -21,6 +21,7 @@ type readFlags struct {
 	until        uint64
 	clamp        bool
 	follow       bool
+	committerTok string
 	format       string
 	skipCommands bool
 }
@@ -45,7 +46,9 @@ Stop (any of them; without --follow the read also stops at the tail):
   --bytes N         before a record that would take the metered bytes read past N (0: no
                     limit)
   --until MS        at the first record whose timestamp is >= MS (exclusive)
-  --follow          at the tail, wait for new records (until SIGINT/SIGTERM, exit 0)
+  --follow          at the tail, wait for new records (until SIGINT/SIGTERM, exit 0): told
+                    at once by the stream's committer (a daemon) while one answers (with
+                    --committer-token if it needs one), else within about 1 s
 
 Formats (--format):
   json     {"seq_num":N,"timestamp":T,"headers":[["name","value"]],"body":"..."} with
@@ -75,6 +78,7 @@ as a header with an empty name (["","fence"]); --skip-commands leaves them out.`
 	fl.Uint64Var(&f.until, "until", 0, "stop at the first record with a timestamp >= this (ms, exclusive)")
 	fl.BoolVar(&f.clamp, "clamp", false, "a --seq-num past the tail starts at the tail instead of failing")
 	fl.BoolVar(&f.follow, "follow", false, "at the tail, wait for new records instead of stopping")
+	fl.StringVar(&f.committerTok, "committer-token", "", "with --follow, bearer token of the stream's committer (a sluice serve daemon's --auth-token; prefer SLUICE_COMMITTER_TOKEN), whose watch tells of new records at once; with --store only")
 	fl.Var(newEnum(&f.format, "json", "json", "base64", "raw"), "format", "output format: json, base64 or raw")
 	fl.BoolVar(&f.skipCommands, "skip-commands", false, "leave command records (fence, trim) out")
 	cmd.MarkFlagsMutuallyExclusive("seq-num", "timestamp", "tail-offset")
@@ -146,6 +150,9 @@ func runRead(cmd *cobra.Command, g *globals, f *readFlags, name string) error {
 		return err
 	}
 	defer b.close()
+	if sb, ok := b.(*storeBackend); ok {
+		sb.followToken = f.committerTok
+	}
 	sess, err := b.openRead(ctx, name, req)
 	if err != nil {
 		if ctx.Err() != nil {

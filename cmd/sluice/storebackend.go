@@ -15,11 +15,13 @@ import (
 	"github.com/sluice-dev/sluice/producer"
 	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // storeBackend is the backend of library mode: the store named by --store, directly.
 type storeBackend struct {
-	e *libEnv
+	e           *libEnv
+	followToken string // read --follow's committer token (--committer-token)
 }
 
 func (b *storeBackend) close() { b.e.close() }
@@ -274,11 +276,27 @@ func (b *storeBackend) openRead(ctx context.Context, name string, req consumer.R
 	if err != nil {
 		return nil, err
 	}
+	var hub *watch.Hub
+	if req.Follow {
+		// Told of commits by the stream's committer while one answers (followHub).
+		if hub, err = e.followHub(commitclient.Config{Token: b.followToken}); err != nil {
+			return nil, err
+		}
+		cfg := r.Config()
+		cfg.Watch = hub
+		if r, err = consumer.NewReader(cfg); err != nil {
+			hub.Close()
+			return nil, err
+		}
+	}
 	sess, err := r.Open(ctx, req)
 	if err != nil {
+		if hub != nil {
+			hub.Close()
+		}
 		return nil, e.readErr(name, err)
 	}
-	return &storeRead{e: e, name: name, s: sess}, nil
+	return &storeRead{e: e, name: name, s: sess, hub: hub}, nil
 }
 
 // storeRead is a consumer session whose errors are worded for the user.
@@ -286,6 +304,7 @@ type storeRead struct {
 	e    *libEnv
 	name string
 	s    *consumer.Session
+	hub  *watch.Hub // read --follow's, or nil
 }
 
 func (r *storeRead) next(ctx context.Context) ([]consumer.SequencedRecord, error) {
@@ -299,4 +318,9 @@ func (r *storeRead) next(ctx context.Context) ([]consumer.SequencedRecord, error
 	return nil, r.e.readErr(r.name, err)
 }
 
-func (r *storeRead) close() { r.s.Close() }
+func (r *storeRead) close() {
+	r.s.Close()
+	if r.hub != nil {
+		r.hub.Close()
+	}
+}
