@@ -37,7 +37,7 @@ type running struct {
 }
 
 // start runs a daemon of cfg in process until the test closes it with stop.
-func start(t *testing.T, cfg daemon.Config, opts ...daemon.Option) *running {
+func start(t testing.TB, cfg daemon.Config, opts ...daemon.Option) *running {
 	t.Helper()
 	d, err := daemon.New(t.Context(), cfg, opts...)
 	if err != nil {
@@ -49,7 +49,7 @@ func start(t *testing.T, cfg daemon.Config, opts ...daemon.Option) *running {
 }
 
 // stop closes the daemon, checks Run returned nil, and drops the client's connections.
-func (r *running) stop(t *testing.T) {
+func (r *running) stop(t testing.TB) {
 	t.Helper()
 	if err := r.d.Close(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)

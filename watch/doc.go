@@ -33,6 +33,31 @@
 // correctness: a published manifest is taken only when it is newer than the watcher's (same
 // generation, higher write counter), and a follower only ever moves forward.
 //
+// # Remote watches
+//
+// A follower in another process than the stream's committer (a library consumer, `sluice
+// read --follow`) learns of commits from the committer instead of the store: with
+// Config.Remote enabled, each watcher, once it holds a manifest, long-polls the watch
+// endpoint (Handler, served by a daemon at Path with the committers' token) of the committer
+// that manifest names (the live role's URL, else Remote.Committer.URL, else a lapsed role's
+// holder, which still sees the stream's commits). The request names the generation and write
+// counter held; the daemon's hub answers as soon as it holds a later manifest (at once for
+// the daemon's own commits, which are published to it; within its own poll interval for
+// others'), with the manifest's bytes and store version, or "unchanged" after
+// Config.ServeHold. The answer is decoded and taken exactly as a publish: only a later write
+// counter of the same generation moves the followers; another generation makes the watcher
+// poll the store. The daemon answers only with manifests it read from the store or wrote
+// itself, never one a request claims, so a follower is handed only durably written
+// manifests. While a watch answers, the watcher polls the store only every
+// Remote.SafetyInterval (10 s; a watch counts as answering from the start of its request, so
+// a connection cut silently leaves the follower at most that stale until the request times
+// out): an idle stream costs the follower's process 0.1 GET a
+// second, and the daemon its usual one a second for all its followers, local and remote. A
+// watch that fails (committer gone, network cut, an error answer) makes the watcher poll at
+// once and on its usual intervals, keeping its view (so nothing is lost or repeated: the
+// followers hold their own positions), and the committer is watched again after
+// Remote.RetryAfter.
+//
 // # Ordering
 //
 // Within a generation, manifests are ordered by their write counter (every write increments
@@ -56,6 +81,8 @@
 // and stops when the last one closes its Subscription. Hub.Close stops them all and waits
 // for them; Wait and Subscribe then return ErrClosed. Logs go to Config.Logger; metrics
 // (sluice_watch_*: polls by result, publishes by kind, wakes by source, watchers and
-// subscribers) to Config.Registerer. Store requests are made with the context's purpose set
+// subscribers, remote answers by result, remote fallbacks, watch requests served) to
+// Config.Registerer. With Config.Remote a watcher has a second goroutine, the remote watch,
+// stopped with it. Store requests are made with the context's purpose set
 // to objectstore.PurposePoll.
 package watch

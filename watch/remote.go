@@ -120,6 +120,10 @@ func (w *watcher) watchRemote() {
 				return
 			}
 		}
+		// Counted as answering from the start of the request: a watch that fails (refused,
+		// reset, an error answer) turns polling back on at once; one cut silently is noticed
+		// when it times out, meanwhile the store is polled every SafetyInterval.
+		w.setRemote(true)
 		got, err := r.watch(w.ctx, base, w.key, snap.State)
 		if w.ctx.Err() != nil {
 			return
@@ -127,7 +131,6 @@ func (w *watcher) watchRemote() {
 		switch {
 		case errors.Is(err, errUnchanged):
 			w.h.m.remote.WithLabelValues("unchanged").Inc()
-			w.setRemote(true)
 		case err != nil:
 			w.h.m.remote.WithLabelValues("error").Inc()
 			w.h.cfg.Logger.Info("remote watch failed; polling the store", "key", w.key, "url", base, "err", err)
@@ -141,7 +144,6 @@ func (w *watcher) watchRemote() {
 			}
 		default:
 			w.h.m.remote.WithLabelValues("changed").Inc()
-			w.setRemote(true)
 			w.adoptRemote(got)
 		}
 	}
