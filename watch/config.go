@@ -36,6 +36,10 @@ type Config struct {
 	// ServeHold bounds how long Handler holds a watch request that finds nothing newer
 	// before it answers "unchanged" (so that proxies do not cut it). Default 25 s.
 	ServeHold time.Duration
+	// ServeLinger is how long Handler keeps its subscription to a stream after answering,
+	// so that the follower's next request finds the stream's watcher with its view (no
+	// store read) rather than starting another. Default 5 s; 0: none.
+	ServeLinger time.Duration
 }
 
 // RemoteConfig configures the remote watches of a Hub's watchers.
@@ -81,7 +85,8 @@ func DefaultConfig() Config {
 			RetryAfter:     5 * time.Second,
 			RequestSlack:   10 * time.Second,
 		},
-		ServeHold: DefaultServeHold,
+		ServeHold:   DefaultServeHold,
+		ServeLinger: 5 * time.Second,
 	}
 }
 
@@ -105,6 +110,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServeHold <= 0 {
 		bad("serve hold %v must be > 0", c.ServeHold)
+	}
+	if c.ServeLinger < 0 {
+		bad("serve linger %v must not be negative", c.ServeLinger)
 	}
 	if r := &c.Remote; r.Enabled {
 		if err := r.Committer.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -27,6 +28,8 @@ type Answer struct {
 // processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER subscribes to the stream
 // and answers, as soon as the hub holds a manifest of another generation or of a higher write
 // counter, 200 with an Answer; after Config.ServeHold with nothing newer, 204 (unchanged).
+// The subscription outlives the request by Config.ServeLinger, so that a follower's next
+// request finds the stream's watcher holding its view.
 // A missing or deleted stream is 404, another read failure 503, a bad query 400. Only
 // manifests the hub holds are sent: polled from the store, or published by this process after
 // its write succeeded; never one a remote subscriber brought. The caller protects it (the
@@ -59,7 +62,15 @@ func (h *Hub) Handler(store objectstore.Store) http.Handler {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
-		defer sub.Close()
+		defer func() {
+			if h.cfg.ServeLinger == 0 {
+				sub.Close()
+				return
+			}
+			// Kept a while for the follower's next request (Close after Hub.Close is
+			// allowed; the timer holds no goroutine until it fires).
+			time.AfterFunc(h.cfg.ServeLinger, func() { sub.Close() })
+		}()
 		h.m.served.Inc()
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.ServeHold)
 		defer cancel()
