@@ -49,9 +49,9 @@
 // poll the store. The daemon answers only with manifests it read from the store or wrote
 // itself, never one a request claims, so a follower is handed only durably written
 // manifests. While a watch answers, the watcher polls the store only every
-// Remote.SafetyInterval (10 s; a watch counts as answering from the start of its request, so
-// a connection cut silently leaves the follower at most that stale until the request times
-// out): an idle stream costs the follower's process 0.1 GET a
+// Remote.SafetyInterval (10 s; a watch answers once the daemon sent its headers, at once on
+// taking it, so a connection cut silently leaves the follower at most that stale until the
+// request times out): an idle stream costs the follower's process 0.1 GET a
 // second, and the daemon its usual one a second for all its followers, local and remote. A
 // watch that fails (committer gone, network cut, an error answer) makes the watcher poll at
 // once and on its usual intervals, keeping its view (so nothing is lost or repeated: the

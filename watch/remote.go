@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -56,8 +57,8 @@ func (r *remote) url(role manifest.CommitterRole) string {
 
 // watch asks the endpoint at base for a manifest of key newer than st: the answer's
 // snapshot, decoded and checked; errUnchanged after the server's hold; another error when
-// the watch failed.
-func (r *remote) watch(ctx context.Context, base, key string, st *manifest.State) (*manifest.Snapshot, error) {
+// the watch failed. accepted is called when the server has taken the watch (its headers).
+func (r *remote) watch(ctx context.Context, base, key string, st *manifest.State, accepted func()) (*manifest.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.hold+r.cfg.RequestSlack)
 	defer cancel()
 	q := url.Values{"manifest": {key}, "generation": {hex.EncodeToString(st.Generation[:])},
@@ -74,17 +75,20 @@ func (r *remote) watch(ctx context.Context, base, key string, st *manifest.State
 		return nil, fmt.Errorf("watch: %s: %w", base, err)
 	}
 	defer res.Body.Close()
-	switch res.StatusCode {
-	case http.StatusOK:
-	case http.StatusNoContent:
-		return nil, errUnchanged
-	default:
+	if res.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return nil, fmt.Errorf("watch: %s answered %s: %s", base, res.Status, strings.TrimSpace(string(msg)))
 	}
+	accepted()
 	var a Answer
 	if err := json.NewDecoder(io.LimitReader(res.Body, maxAnswerBytes)).Decode(&a); err != nil {
 		return nil, fmt.Errorf("watch: %s: bad answer: %w", base, err)
+	}
+	switch {
+	case a.Unchanged:
+		return nil, errUnchanged
+	case a.Error != "":
+		return nil, fmt.Errorf("watch: %s: %s", base, a.Error)
 	}
 	got, err := manifest.Decode(key, a.Manifest)
 	if err != nil {
@@ -120,11 +124,10 @@ func (w *watcher) watchRemote() {
 				return
 			}
 		}
-		// Counted as answering from the start of the request: a watch that fails (refused,
-		// reset, an error answer) turns polling back on at once; one cut silently is noticed
-		// when it times out, meanwhile the store is polled every SafetyInterval.
-		w.setRemote(true)
-		got, err := r.watch(w.ctx, base, w.key, snap.State)
+		// Answering once the server took the watch: one that fails (refused, reset, an error
+		// answer) turns polling back on at once; a connection cut silently is noticed when
+		// the request times out, meanwhile the store is polled every SafetyInterval.
+		got, err := r.watch(w.ctx, base, w.key, snap.State, func() { w.setRemote(true) })
 		if w.ctx.Err() != nil {
 			return
 		}
@@ -133,8 +136,11 @@ func (w *watcher) watchRemote() {
 			w.h.m.remote.WithLabelValues("unchanged").Inc()
 		case err != nil:
 			w.h.m.remote.WithLabelValues("error").Inc()
-			w.h.cfg.Logger.Info("remote watch failed; polling the store", "key", w.key, "url", base, "err", err)
-			w.setRemote(false)
+			level := slog.LevelDebug
+			if w.setRemote(false) {
+				level = slog.LevelInfo // a watch that answered broke: say so once
+			}
+			w.h.cfg.Logger.Log(w.ctx, level, "remote watch failed; polling the store", "key", w.key, "url", base, "err", err)
 			t := time.NewTimer(r.cfg.RetryAfter)
 			select {
 			case <-t.C:
@@ -149,9 +155,10 @@ func (w *watcher) watchRemote() {
 	}
 }
 
-// setRemote records whether a remote watch answers. When one stops answering, the store is
-// polled at once: the followers must not wait for the safety interval.
-func (w *watcher) setRemote(ok bool) {
+// setRemote records whether a remote watch answers, and reports whether one did. When one
+// stops answering, the store is polled at once: the followers must not wait for the safety
+// interval.
+func (w *watcher) setRemote(ok bool) bool {
 	w.mu.Lock()
 	was := w.remoteOK
 	w.remoteOK = ok
@@ -160,6 +167,7 @@ func (w *watcher) setRemote(ok bool) {
 		w.h.m.remoteFallbacks.Inc()
 		w.pokeNow()
 	}
+	return was
 }
 
 // adoptRemote takes a manifest a remote watch brought, as a publish: only if it is newer than

@@ -53,27 +53,31 @@ func (c *committerSide) commit(t *testing.T, n uint64) *manifest.Snapshot {
 	return snap
 }
 
-// get asks the watch endpoint about st (or the given generation and write counter).
-func (c *committerSide) get(t *testing.T, gen string, after uint64) (int, *manifest.State) {
+// get asks the watch endpoint about the manifest at k of generation gen after a write
+// counter: the answer, and its manifest decoded if it has one.
+func (c *committerSide) get(t *testing.T, k, gen string, after uint64) (watch.Answer, *manifest.State) {
 	t.Helper()
-	res, err := http.Get(c.srv.URL + watch.Path + "?manifest=" + key + "&generation=" + gen + "&after=" + strconv.FormatUint(after, 10))
+	res, err := http.Get(c.srv.URL + watch.Path + "?manifest=" + k + "&generation=" + gen + "&after=" + strconv.FormatUint(after, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, res.Body)
-		return res.StatusCode, nil
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("answer %s: %s", res.Status, b)
 	}
 	var a watch.Answer
 	if err := json.NewDecoder(res.Body).Decode(&a); err != nil {
 		t.Fatal(err)
 	}
-	st, err := manifest.Decode(key, a.Manifest)
+	if a.Manifest == nil {
+		return a, nil
+	}
+	st, err := manifest.Decode(k, a.Manifest)
 	if err != nil {
 		t.Fatalf("answer does not decode: %v", err)
 	}
-	return res.StatusCode, st
+	return a, st
 }
 
 func genHex(st *manifest.State) string { return hex.EncodeToString(st.Generation[:]) }
@@ -86,18 +90,18 @@ func TestWatchEndpointWakesOnPublish(t *testing.T) {
 	c := serveWatch(t, s, nil)
 	known := s.load().State
 	type result struct {
-		code int
-		st   *manifest.State
+		a  watch.Answer
+		st *manifest.State
 	}
 	got := make(chan result, 1)
 	go func() {
-		code, st := c.get(t, genHex(known), known.WriteCounter)
-		got <- result{code, st}
+		a, st := c.get(t, key, genHex(known), known.WriteCounter)
+		got <- result{a, st}
 	}()
 	written := c.commit(t, 3)
 	r := <-got
-	if r.code != http.StatusOK || r.st.WriteCounter != written.State.WriteCounter || r.st.Tail.SeqNum != written.State.Tail.SeqNum {
-		t.Fatalf("answer %d %+v, want 200 with the manifest written (write counter %d, tail %d)", r.code, r.st, written.State.WriteCounter, written.State.Tail.SeqNum)
+	if r.st == nil || r.st.WriteCounter != written.State.WriteCounter || r.st.Tail.SeqNum != written.State.Tail.SeqNum || r.a.Version != written.Version {
+		t.Fatalf("answer %+v (%+v), want the manifest written (write counter %d, tail %d, version %q)", r.a, r.st, written.State.WriteCounter, written.State.Tail.SeqNum, written.Version)
 	}
 }
 
@@ -107,8 +111,8 @@ func TestWatchEndpointUnchangedAfterHold(t *testing.T) {
 	s := newStream(t, objectstore.NewMemStore())
 	c := serveWatch(t, s, func(c *watch.Config) { c.ServeHold = 20 * time.Millisecond })
 	known := s.load().State
-	if code, _ := c.get(t, genHex(known), known.WriteCounter); code != http.StatusNoContent {
-		t.Fatalf("answer %d for an unchanged stream, want 204", code)
+	if a, _ := c.get(t, key, genHex(known), known.WriteCounter); !a.Unchanged || a.Manifest != nil || a.Error != "" {
+		t.Fatalf("answer %+v for an unchanged stream, want unchanged", a)
 	}
 }
 
@@ -121,13 +125,14 @@ func TestWatchEndpointAnswersAnotherGenerationAtOnce(t *testing.T) {
 	known := s.load().State
 	other := known.Generation
 	other[0] ^= 1
-	code, st := c.get(t, hex.EncodeToString(other[:]), known.WriteCounter+100)
-	if code != http.StatusOK || st.Generation != known.Generation || st.WriteCounter != known.WriteCounter {
-		t.Fatalf("answer %d %+v, want 200 with the current manifest", code, st)
+	a, st := c.get(t, key, hex.EncodeToString(other[:]), known.WriteCounter+100)
+	if st == nil || st.Generation != known.Generation || st.WriteCounter != known.WriteCounter {
+		t.Fatalf("answer %+v (%+v), want the current manifest", a, st)
 	}
 }
 
-// TestWatchEndpointRefusals: bad queries are 400, a missing stream 404, other methods 405.
+// TestWatchEndpointRefusals: bad queries are 400, other methods 405; a missing stream is
+// answered as missing.
 func TestWatchEndpointRefusals(t *testing.T) {
 	s := newStream(t, objectstore.NewMemStore())
 	c := serveWatch(t, s, nil)
@@ -139,7 +144,6 @@ func TestWatchEndpointRefusals(t *testing.T) {
 		{"bad generation", "manifest=" + key + "&generation=xyz&after=1", http.StatusBadRequest},
 		{"bad counter", "manifest=" + key + "&generation=" + gen + "&after=-1", http.StatusBadRequest},
 		{"bad key", "manifest=&generation=" + gen + "&after=1", http.StatusBadRequest},
-		{"missing stream", "manifest=streams/none/manifest&generation=" + gen + "&after=1", http.StatusNotFound},
 	} {
 		res, err := http.Get(c.srv.URL + watch.Path + "?" + tc.query)
 		if err != nil {
@@ -149,6 +153,9 @@ func TestWatchEndpointRefusals(t *testing.T) {
 		if res.StatusCode != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, res.StatusCode, tc.want)
 		}
+	}
+	if a, _ := c.get(t, "streams/none/manifest", gen, 1); !a.Missing || a.Error == "" {
+		t.Errorf("missing stream: answer %+v, want missing", a)
 	}
 	res, err := http.Post(c.srv.URL+watch.Path, "text/plain", nil)
 	if err != nil {

@@ -17,20 +17,26 @@ import (
 // advertises as a committer.
 const Path = "/sluice/v1/watch"
 
-// Answer is the watch endpoint's 200 answer: a manifest newer than the one asked about, as
-// durably written (its store version and its bytes).
+// Answer is the body of the watch endpoint's 200 answer, whose headers are sent as soon as
+// the watch is accepted (so that the follower knows it is watched): a manifest newer than
+// the one asked about, as durably written (its store version and its bytes); or Unchanged
+// after the hold; or Error (Missing: the stream does not exist or was deleted).
 type Answer struct {
-	Version  string `json:"version"`
-	Manifest []byte `json:"manifest"` // manifest.State.Encode; base64 in JSON
+	Version   string `json:"version,omitempty"`
+	Manifest  []byte `json:"manifest,omitempty"` // manifest.State.Encode; base64 in JSON
+	Unchanged bool   `json:"unchanged,omitempty"`
+	Missing   bool   `json:"missing,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Handler serves the hub's view of the streams of store at Path to followers in other
-// processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER subscribes to the stream
-// and answers, as soon as the hub holds a manifest of another generation or of a higher write
-// counter, 200 with an Answer; after Config.ServeHold with nothing newer, 204 (unchanged).
+// processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER subscribes to the stream,
+// sends 200's headers at once, and answers (an Answer), as soon as the hub holds a manifest
+// of another generation or of a higher write counter, with it; after Config.ServeHold with
+// nothing newer, Unchanged. A bad query is 400 (nothing is held).
 // The subscription outlives the request by Config.ServeLinger, so that a follower's next
 // request finds the stream's watcher holding its view.
-// A missing or deleted stream is 404, another read failure 503, a bad query 400. Only
+// A missing or deleted stream, or another read failure, is an Answer's Error. Only
 // manifests the hub holds are sent: polled from the store, or published by this process after
 // its write succeeded; never one a remote subscriber brought. The caller protects it (the
 // committers' bearer token).
@@ -72,6 +78,12 @@ func (h *Hub) Handler(store objectstore.Store) http.Handler {
 			time.AfterFunc(h.cfg.ServeLinger, func() { sub.Close() })
 		}()
 		h.m.served.Inc()
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusOK)
+		if f, ok := rw.(http.Flusher); ok {
+			f.Flush() // the follower knows it is watched
+		}
+		answer := func(a Answer) { _ = json.NewEncoder(rw).Encode(a) }
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.ServeHold)
 		defer cancel()
 		// known is always the hub's own view, never what the request claims: a subscriber
@@ -81,18 +93,14 @@ func (h *Hub) Handler(store objectstore.Store) http.Handler {
 			snap, err := sub.Wait(ctx, known)
 			switch {
 			case err != nil && ctx.Err() != nil:
-				rw.WriteHeader(http.StatusNoContent)
-				return
-			case errors.Is(err, manifest.ErrNotExist):
-				http.Error(rw, err.Error(), http.StatusNotFound)
+				answer(Answer{Unchanged: true})
 				return
 			case err != nil:
-				http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+				answer(Answer{Error: err.Error(), Missing: errors.Is(err, manifest.ErrNotExist)})
 				return
 			}
 			if snap.State.Generation != gen || snap.State.WriteCounter > after {
-				rw.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(rw).Encode(Answer{Version: snap.Version, Manifest: snap.State.Encode()})
+				answer(Answer{Version: snap.Version, Manifest: snap.State.Encode()})
 				return
 			}
 			known = snap
