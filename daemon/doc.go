@@ -30,7 +30,9 @@
 // Routes: /v1/... (and the same without /v1) S2's REST API; GET /health 200 "ok" while the
 // store answers a list, 503 otherwise; GET /metrics the Prometheus metrics (HTTP API, object
 // store, producers, readers, consumer group lag, committer, collector); committer.Path the
-// commit requests of other producers and daemons, with Config.Committer. With
-// Config.AuthToken every API call and commit request needs the bearer token; /health and
+// commit requests of other producers and daemons, with Config.Committer; watch.Path the
+// watches of followers in other processes (package watch: long-polls of the daemon's hub,
+// told of every commit the daemon makes). With Config.AuthToken every API call, commit
+// request and watch needs the bearer token; /health and
 // /metrics stay open, and /health then names only the class of a store error.
 package daemon
