@@ -84,4 +84,3 @@ func BenchmarkCrossProcessFollow(b *testing.B) {
 		})
 	}
 }
-
