@@ -111,14 +111,16 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 	if d.ln, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
 		return nil, &ListenError{Addr: cfg.Listen, Err: err}
 	}
-	if d.watch, err = watchHub(d.log, o.registerer); err != nil {
-		return nil, err
-	}
 	if cfg.Committer {
 		d.url = cfg.AdvertiseURL
 		if d.url == "" {
 			d.url = advertisedURL(d.ln.Addr(), cfg.TLS != nil)
 		}
+	}
+	if d.watch, err = watchHub(&d.cfg, d.url, d.log, o.registerer); err != nil {
+		return nil, err
+	}
+	if cfg.Committer {
 		if d.com, err = committer.New(committerConfig(d.store, d.watch, d.url, d.log, o.registerer)); err != nil {
 			return nil, err
 		}

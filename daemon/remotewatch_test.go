@@ -2,8 +2,12 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
 	"github.com/sluice-dev/sluice/watch"
@@ -195,4 +200,70 @@ func TestWatchEndpointNeedsTheToken(t *testing.T) {
 			t.Errorf("token %q: %d, want %d", tc.token, res.StatusCode, tc.want)
 		}
 	}
+}
+
+// TestDaemonFollowsThroughTheRoleHolder: a daemon whose readers follow a stream that
+// another daemon commits watches it through that daemon: asked for a change (its own watch
+// endpoint, as a reader would wait), it gets it from the holder's watch.
+func TestDaemonFollowsThroughTheRoleHolder(t *testing.T) {
+	base := objectstore.NewMemStore()
+	holder, other := start(t, testConfig(base)), start(t, testConfig(base))
+	defer holder.stop(t)
+	defer other.stop(t)
+	holder.create(t, "watch-basin", "events")
+	holder.appendOne(t, "watch-basin", "events", "first") // the holder takes the role
+	key := findStream(t, base, "watch-basin", "events").ManifestKey()
+	snap, err := manifest.Open(base, key).Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State.Committer.URL != holder.d.CommitterURL() {
+		t.Fatalf("role %+v, want the holder's", snap.State.Committer)
+	}
+	got := make(chan *http.Response, 1)
+	go func() {
+		q := url.Values{"manifest": {key}, "generation": {hex.EncodeToString(snap.State.Generation[:])},
+			"after": {strconv.FormatUint(snap.State.WriteCounter, 10)}}
+		res, err := other.http.Get(other.base + watch.Path + "?" + q.Encode())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- res
+	}()
+	// Append once the other daemon watches the holder.
+	for holder.metric(t, "sluice_watch_served_total") < 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	holder.appendOne(t, "watch-basin", "events", "second")
+	res := <-got
+	if res == nil {
+		return
+	}
+	defer res.Body.Close()
+	var a watch.Answer
+	if err := json.NewDecoder(res.Body).Decode(&a); err != nil || a.Manifest == nil {
+		t.Fatalf("the other daemon answered %+v (%v), want the new manifest", a, err)
+	}
+	if n := other.metric(t, `sluice_watch_remote_answers_total{result="changed"}`); n < 1 {
+		t.Fatalf("the other daemon had %v changed answers from the holder's watch, want it told by the holder", n)
+	}
+}
+
+// metric is the value of the series named (with its labels) in the daemon's /metrics.
+func (r *running) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	code, body := r.do(t, "GET", "/metrics", "", "")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	return 0
 }

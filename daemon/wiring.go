@@ -21,10 +21,18 @@ import (
 // This file is the one place that sets the engine's, committer's and collector's config
 // fields from the daemon's Config: when those packages change their fields, only it changes.
 
-// watchHub is the hub of the engine's readers' manifest watchers.
-func watchHub(log *slog.Logger, reg prometheus.Registerer) (*watch.Hub, error) {
+// watchHub is the hub of the engine's readers' manifest watchers. They follow a stream
+// whose role another daemon holds through that daemon's watch endpoint, with the token the
+// daemons of one deployment share; never this daemon's own (self, its committer's URL),
+// whose commits are published to the hub. No two daemons can watch through each other: each
+// hub holds at least the last manifest its daemon wrote, which names it as the committer, so
+// the daemon a chain of watches ends at polls the store.
+func watchHub(cfg *Config, self string, log *slog.Logger, reg prometheus.Registerer) (*watch.Hub, error) {
 	wcfg := watch.DefaultConfig()
 	wcfg.Logger, wcfg.Registerer = log, reg
+	wcfg.Remote.Enabled = true
+	wcfg.Remote.Committer.Token = cfg.AuthToken
+	wcfg.Remote.Self = self
 	return watch.New(wcfg)
 }
 

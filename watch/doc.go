@@ -35,8 +35,8 @@
 //
 // # Remote watches
 //
-// A follower in another process than the stream's committer (a library consumer, `sluice
-// read --follow`) learns of commits from the committer instead of the store: with
+// A follower in another process than the stream's committer (another daemon, a library
+// consumer, `sluice read --follow`) learns of commits from the committer instead of the store: with
 // Config.Remote enabled, each watcher, once it holds a manifest, long-polls the watch
 // endpoint (Handler, served by a daemon at Path with the committers' token) of the committer
 // that manifest names (the live role's URL, else Remote.Committer.URL, else a lapsed role's
