@@ -165,6 +165,7 @@ type ErrorInfo struct {
 // ErrorResponse maps any error to the status and JSON body S2 sends for it:
 //   - *SeqNumMismatchError, *FencingTokenMismatchError: 412 with their condition body;
 //   - *RangeNotSatisfiableError: 416 {"tail":…};
+//   - *GroupFencedError: 412 {"code":"group_fenced",…} (sluice's own, see groups.go);
 //   - *Error: its code's status and {"code","message"};
 //   - framing errors (ErrFrame): 400 bad_frame;
 //   - batchfmt validation errors: 422 invalid;
@@ -174,6 +175,7 @@ func ErrorResponse(err error) (status int, body []byte) {
 	var sm *SeqNumMismatchError
 	var fm *FencingTokenMismatchError
 	var rn *RangeNotSatisfiableError
+	var gf *GroupFencedError
 	var ae *Error
 	var b []byte
 	switch {
@@ -189,6 +191,8 @@ func ErrorResponse(err error) (status int, body []byte) {
 	case errors.As(err, &rn):
 		status = http.StatusRequestedRangeNotSatisfiable
 		b, _ = json.Marshal(TailResponse{Tail: rn.Tail})
+	case errors.As(err, &gf):
+		status, b = gf.response()
 	case errors.As(err, &ae):
 		msg := ae.Message
 		if msg == "" {
@@ -217,6 +221,9 @@ func ErrorResponse(err error) (status int, body []byte) {
 func DecodeErrorBody(status int, body []byte) error {
 	switch status {
 	case http.StatusPreconditionFailed:
+		if gf, ok := decodeGroupFenced(body); ok {
+			return gf
+		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(body, &m); err != nil {
 			return &Error{Code: CodeBadJSON, Message: "412 body is not a JSON object", Err: err}
