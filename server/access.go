@@ -227,6 +227,9 @@ func (s *Server) permit(q *request, method string) bool {
 	}
 	check, ok := routeChecks[method+" "+q.route]
 	if !ok {
+		check, ok = groupRouteChecks[method+" "+q.route]
+	}
+	if !ok {
 		return !s.denied(q, &access.RefusedError{Reason: access.ReasonOperation, Msg: "no operation is known for " + method + " " + q.route})
 	}
 	err := check(p, q)

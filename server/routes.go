@@ -21,7 +21,8 @@ type methodHandler struct {
 	serve  func(*Server, *request)
 }
 
-// nameSeg in a route's segments matches any one segment, which becomes request.name.
+// nameSeg in a route's segments matches any one segment, which becomes request.name (the
+// first) or request.group (the second: a consumer group of the stream named).
 const nameSeg = "{}"
 
 var routes = []route{
@@ -55,6 +56,22 @@ var routes = []route{
 	{"/streams/{s}/records/tail", []string{"streams", nameSeg, "tail"}, []methodHandler{
 		{http.MethodGet, (*Server).checkTail},
 	}},
+	// Consumer groups: sluice's own routes (groups.go).
+	{"/streams/{s}/groups", []string{"streams", nameSeg, "groups"}, []methodHandler{
+		{http.MethodGet, (*Server).listGroups},
+	}},
+	{"/streams/{s}/groups/{g}", []string{"streams", nameSeg, "groups", nameSeg}, []methodHandler{
+		{http.MethodDelete, (*Server).deleteGroup},
+	}},
+	{"/streams/{s}/groups/{g}/join", []string{"streams", nameSeg, "groups", nameSeg, "join"}, []methodHandler{
+		{http.MethodPost, (*Server).joinGroup},
+	}},
+	{"/streams/{s}/groups/{g}/ack", []string{"streams", nameSeg, "groups", nameSeg, "ack"}, []methodHandler{
+		{http.MethodPost, (*Server).ackGroup},
+	}},
+	{"/streams/{s}/groups/{g}/reset", []string{"streams", nameSeg, "groups", nameSeg, "reset"}, []methodHandler{
+		{http.MethodPost, (*Server).resetGroup},
+	}},
 	{"/access-tokens", []string{"access-tokens"}, []methodHandler{
 		{http.MethodGet, (*Server).listAccessTokens},
 		{http.MethodPost, (*Server).issueAccessToken},
@@ -64,20 +81,23 @@ var routes = []route{
 	}},
 }
 
-// match reports whether segs has rt's shape, and returns the segment in its nameSeg place.
-func (rt *route) match(segs []string) (name string, ok bool) {
+// match reports whether segs has rt's shape, and returns the segments in its nameSeg places.
+func (rt *route) match(segs []string) (name, group string, ok bool) {
 	if len(segs) != len(rt.segs) {
-		return "", false
+		return "", "", false
 	}
+	n := 0
 	for i, want := range rt.segs {
 		switch {
+		case want == nameSeg && n == 0:
+			name, n = segs[i], 1
 		case want == nameSeg:
-			name = segs[i]
+			group = segs[i]
 		case want != segs[i]:
-			return "", false
+			return "", "", false
 		}
 	}
-	return name, true
+	return name, group, true
 }
 
 // handler returns the route's handler for method, or nil and the methods it allows.
@@ -128,8 +148,8 @@ func (s *Server) dispatch(q *request) {
 	m := q.r.Method
 	var rt *route
 	for i := range routes {
-		if name, ok := routes[i].match(segs); ok {
-			rt, q.name = &routes[i], name
+		if name, group, ok := routes[i].match(segs); ok {
+			rt, q.name, q.group = &routes[i], name, group
 			break
 		}
 	}

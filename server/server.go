@@ -217,6 +217,7 @@ type request struct {
 	ctx    context.Context
 	basin  string
 	name   string // basin or stream named in the path
+	group  string // consumer group named in the path (groups.go)
 	route  string
 	format s2api.Format
 	// The caller (the root for a server without WithAccess) and its bearer token.
