@@ -40,7 +40,7 @@ func (e *Engine) groupErr(ctx context.Context, basin string, err error) error {
 	case errors.Is(err, manifest.ErrGenerationChanged):
 		return &s2api.Error{Code: s2api.CodeStreamNotFound, Message: "the stream was deleted since the member joined its group", Err: err}
 	case errors.Is(err, consumer.ErrGroupNotFound):
-		return &s2api.Error{Code: s2api.CodeNotFound, Message: "consumer group not found", Err: err}
+		return &s2api.Error{Code: s2api.CodeGroupNotFound, Message: "consumer group not found", Err: err}
 	case errors.Is(err, consumer.ErrInvalidConfig), errors.Is(err, consumer.ErrInvalidRequest):
 		return &s2api.Error{Code: s2api.CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, manifest.ErrNotExist):

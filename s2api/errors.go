@@ -51,6 +51,7 @@ var codeStatus = map[Code]int{
 	CodeBasinNotFound:         http.StatusNotFound,
 	CodeStreamNotFound:        http.StatusNotFound,
 	CodeNotFound:              http.StatusNotFound,
+	CodeGroupNotFound:         http.StatusNotFound,
 	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	CodeRequestTimeout:        http.StatusRequestTimeout,
 	CodeResourceAlreadyExists: http.StatusConflict,

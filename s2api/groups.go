@@ -16,6 +16,9 @@ import (
 // conditions, in the body GroupFencedError describes.
 const CodeGroupFenced Code = "group_fenced"
 
+// CodeGroupNotFound is sluice's own code (404): the consumer group does not exist.
+const CodeGroupNotFound Code = "group_not_found"
+
 // GroupInfo is one consumer group: its epoch, its checkpoint (the first seq_num not
 // acknowledged) and its lag (the readable records from the checkpoint to the tail, and the
 // age in seconds of the oldest of them, by the daemon's clock; 0 when caught up).

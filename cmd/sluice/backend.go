@@ -116,7 +116,7 @@ func checkMode(cmd *cobra.Command, g *globals) error {
 	case g.endpoint == "" || ignoresEndpoint(cmd):
 		return nil
 	case !goesThroughDaemon(cmd):
-		return fmt.Errorf("%s works on a store, not through a daemon: --endpoint (or SLUICE_ENDPOINT) is set to %s; run it with --store where the store is reachable, with SLUICE_ENDPOINT unset (through a daemon: basin, stream, append, read, tail, trim, fence)",
+		return fmt.Errorf("%s works on a store, not through a daemon: --endpoint (or SLUICE_ENDPOINT) is set to %s; run it with --store where the store is reachable, with SLUICE_ENDPOINT unset (through a daemon: basin, stream, append, read, tail, trim, fence, consume, groups)",
 			cmd.CommandPath(), redactURL(g.endpoint))
 	}
 	if f := cmd.Flags().Lookup("store"); f != nil && f.Changed {

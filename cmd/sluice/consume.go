@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -108,7 +109,7 @@ sluice_consumer_* and sluice_objectstore_* metrics, and Go runtime metrics.`,
 	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
 	fl.Var(newEnum(&f.startAt, "head", "head", "tail"), "start-at", "where a group that does not exist yet starts: head (its first readable record) or tail (records appended from now on)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port) while consuming")
-	return cmd
+	return throughDaemon(cmd)
 }
 
 func (f *consumeFlags) validate() error {
@@ -149,6 +150,9 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	ctx := cmd.Context()
 	if err := f.validate(); err != nil {
 		return err
+	}
+	if g.endpoint != "" {
+		return runConsumeDaemon(cmd, g, f, name)
 	}
 	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
@@ -194,8 +198,9 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 		cfg.Registerer = reg
 	}
 	c, err := consumer.Open(ctx, cfg, consumer.GroupOptions{SkipCommands: !f.includeCommands})
+	ce := e.consumeEnv()
 	if err != nil {
-		return e.consumeErr(name, f.group, err)
+		return ce.consumeErr(name, f.group, err)
 	}
 	acked, _ := c.Checkpoint()
 	e.log.Info("consumer started", "stream", name, "group", f.group, "epoch", c.Epoch(), "from", acked)
@@ -213,6 +218,12 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 			return e.readErr(name, err)
 		}
 	}
+	return consumeRun(ctx, ce, c, f, name, tail)
+}
+
+// consumeRun runs the member c from its checkpoint until it stops, then closes it, writing
+// its acknowledgements.
+func consumeRun(ctx context.Context, e consumeEnv, c groupMember, f *consumeFlags, name string, tail uint64) error {
 	runErr := consumeLoop(ctx, e, c, f, name, tail)
 	// Write the acknowledgements even after SIGINT/SIGTERM cancelled ctx.
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -227,6 +238,30 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 		return e.consumeErr(name, f.group, fmt.Errorf("writing the checkpoint: %w", closeErr))
 	}
 	return nil
+}
+
+// groupMember is what consume needs of its group's member: a *consumer.Consumer on a store,
+// a *daemonMember through a daemon.
+type groupMember interface {
+	Next(ctx context.Context) (consumer.ReadBatch, error)
+	Poll(ctx context.Context) (consumer.ReadBatch, error)
+	AckThrough(seq uint64) error
+	Check(ctx context.Context) error
+	Checkpoint() (acked, written uint64)
+	Epoch() uint64
+	Close(ctx context.Context) error
+}
+
+// consumeEnv is what consume needs of where it runs, a store or a daemon: its log, and the
+// words of its messages.
+type consumeEnv struct {
+	log     *slog.Logger
+	where   func(name string) string
+	readErr func(name string, err error) error
+}
+
+func (e *libEnv) consumeEnv() consumeEnv {
+	return consumeEnv{log: e.log, where: e.where, readErr: e.readErr}
 }
 
 // serveMetrics serves reg on http://addr/metrics until stop is called.
@@ -248,7 +283,7 @@ func serveMetrics(e *libEnv, addr string, reg *prometheus.Registry) (stop func()
 }
 
 // consumeErr explains a consumer failure.
-func (e *libEnv) consumeErr(name, group string, err error) error {
+func (e consumeEnv) consumeErr(name, group string, err error) error {
 	var fe *consumer.FencedError
 	if errors.As(err, &fe) && fe.Current == 0 {
 		return fmt.Errorf("%s: group %q was deleted (sluice groups delete); stopping", e.where(name), group)
@@ -259,7 +294,7 @@ func (e *libEnv) consumeErr(name, group string, err error) error {
 	return e.readErr(name, err)
 }
 
-func consumeLoop(ctx context.Context, e *libEnv, c *consumer.Consumer, f *consumeFlags, name string, tail uint64) error {
+func consumeLoop(ctx context.Context, e consumeEnv, c groupMember, f *consumeFlags, name string, tail uint64) error {
 	var buf bytes.Buffer
 	out := newJSONOut(&buf) // flushed into buf for each chunk, so reusable
 	next, _ := c.Checkpoint()
@@ -310,7 +345,7 @@ var errAtTail = errors.New("at the tail")
 // nextBatch returns the next batch; with stopAtTail it returns errAtTail instead of waiting at
 // the tail: Poll answers at once when no record is left, having passed the records the read
 // skips (commands, trimmed ones), and it still waits for a slow fetch.
-func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (consumer.ReadBatch, error) {
+func nextBatch(ctx context.Context, c groupMember, stopAtTail bool) (consumer.ReadBatch, error) {
 	if !stopAtTail {
 		return c.Next(ctx)
 	}
@@ -334,7 +369,7 @@ func nextBatch(ctx context.Context, c *consumer.Consumer, stopAtTail bool) (cons
 // runWithRetries runs the command on one chunk until it succeeds, the attempts run out
 // (an error), the member finds itself fenced before a retry (an error), or ctx ends (false,
 // nil; no command is started once it has).
-func runWithRetries(ctx context.Context, e *libEnv, f *consumeFlags, name string, c *consumer.Consumer, chunk []consumer.SequencedRecord, input []byte) (bool, error) {
+func runWithRetries(ctx context.Context, e consumeEnv, f *consumeFlags, name string, c groupMember, chunk []consumer.SequencedRecord, input []byte) (bool, error) {
 	first, last := chunk[0].SeqNum, chunk[len(chunk)-1].SeqNum
 	wait := f.backoff
 	for attempt := 1; ; attempt++ {

@@ -150,8 +150,6 @@ func TestStoreOnlyCommandsRefuseEndpoint(t *testing.T) {
 	for _, args := range [][]string{
 		{"gc", "--once"},
 		{"inspect", "s"},
-		{"consume", "s", "--group", "g", "--exec", "cat"},
-		{"groups", "list", "s"},
 	} {
 		r := c.run("", args...)
 		if r.code != 1 || !strings.Contains(r.stderr, "sluice "+args[0]) || !strings.Contains(r.stderr, "works on a store, not through a daemon") {

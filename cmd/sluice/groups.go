@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/s2api"
 	"github.com/sluice-dev/sluice/stream"
 )
 
@@ -32,17 +33,12 @@ this machine's clock. Both are 0 when the group is caught up.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newGroupsListCmd(g), newGroupsResetCmd(g), newGroupsDeleteCmd(g))
-	return cmd
+	return throughDaemon(cmd)
 }
 
-// groupJSONLine is one line of groups list and groups reset.
-type groupJSONLine struct {
-	Group      string  `json:"group"`
-	Epoch      uint64  `json:"epoch"`
-	Checkpoint uint64  `json:"checkpoint"`
-	LagRecords uint64  `json:"lag_records"`
-	LagSeconds float64 `json:"lag_seconds"`
-}
+// groupJSONLine is one line of groups list and groups reset: the daemon's group routes
+// answer the same fields.
+type groupJSONLine s2api.GroupInfo
 
 func groupLine(gi consumer.GroupInfo) groupJSONLine {
 	return groupJSONLine{Group: gi.Group, Epoch: gi.Epoch, Checkpoint: gi.Checkpoint, LagRecords: gi.Lag.Records, LagSeconds: gi.Lag.Seconds}
@@ -70,6 +66,9 @@ func newGroupsListCmd(g *globals) *cobra.Command {
 		Args: exactArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if g.endpoint != "" {
+				return groupsListDaemon(ctx, g, basin, args[0])
+			}
 			e, st, err := openStream(ctx, g, &basin, args[0])
 			if err != nil {
 				return err
@@ -164,6 +163,9 @@ func runGroupsReset(cmd *cobra.Command, g *globals, f *groupsResetFlags, name, g
 	if err := validateGroupName(group); err != nil {
 		return err
 	}
+	if g.endpoint != "" {
+		return groupsResetDaemon(ctx, g, f, name, group, to)
+	}
 	e, st, err := openStream(ctx, g, &f.basin, name)
 	if err != nil {
 		return err
@@ -205,6 +207,9 @@ A GROUP that does not exist is an error (exit 1).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			name, group := args[0], args[1]
+			if g.endpoint != "" {
+				return groupsDeleteDaemon(ctx, g, basin, name, group)
+			}
 			e, st, err := openStream(ctx, g, &basin, name)
 			if err != nil {
 				return err

@@ -42,9 +42,9 @@ Every flag can also be set with an environment variable SLUICE_<FLAG> (upper cas
 file, then default.
 
 With --endpoint URL (or SLUICE_ENDPOINT) and --token (better: SLUICE_TOKEN), the basin and
-stream commands, append, read, tail, trim and fence go through that daemon's S2 API instead
-of the store, with the same flags and output; they then need --basin (or SLUICE_BASIN) for
-streams. gc, inspect, consume and groups need the store and refuse --endpoint.
+stream commands, append, read, tail, trim, fence, consume and groups go through that
+daemon's API instead of the store, with the same flags and output; they then need --basin
+(or SLUICE_BASIN) for streams. gc and inspect need the store and refuse --endpoint.
 
 Store URLs:
   file:///abs/dir or a plain path    a local directory (default ` + defaultStore + `)
@@ -93,7 +93,8 @@ Mimir and Cortex do.`,
 	for _, c := range []*cobra.Command{newAppendCmd(g), newReadCmd(g), newTailCmd(g), newStreamCmd(g), newBasinCmd(g), newFenceCmd(g), newTrimCmd(g)} {
 		root.AddCommand(throughDaemon(c))
 	}
-	// These need the store: with --endpoint, checkMode refuses them.
+	// consume and groups mark themselves (throughDaemon); inspect and gc need the store:
+	// with --endpoint, checkMode refuses them.
 	root.AddCommand(newInspectCmd(g), newConsumeCmd(g), newGroupsCmd(g), newGCCmd(g))
 	root.AddCommand(newTokenCmd(g))
 	root.AddCommand(newVersionCmd())
