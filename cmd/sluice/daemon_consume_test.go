@@ -13,7 +13,9 @@ import (
 // lagSeconds hides the lag in seconds, which depends on when a command runs.
 var lagSeconds = regexp.MustCompile(`"lag_seconds":[0-9.e+-]+`)
 
-func normalizeGroups(s string) string { return lagSeconds.ReplaceAllString(normalize(s), `"lag_seconds":S`) }
+func normalizeGroups(s string) string {
+	return lagSeconds.ReplaceAllString(normalize(s), `"lag_seconds":S`)
+}
 
 // TestConsumeThroughDaemonMatchesStore runs the README's consume example, and the groups
 // commands around it, once on a store and once through a daemon: each prints the same, exits
