@@ -28,7 +28,10 @@ Each group prints as one JSON line:
 lag_records counts the readable records from the checkpoint to the tail (records below
 the trim point or dropped by retention are never delivered, so they do not count);
 lag_seconds is the age of the oldest record not yet acknowledged, by its timestamp and
-this machine's clock. Both are 0 when the group is caught up.`,
+this machine's clock (the daemon's, through one). Both are 0 when the group is caught up.
+
+With --endpoint (or SLUICE_ENDPOINT) they run through a daemon: list needs a token that may
+read the stream, reset and delete one that may reconfigure it (reconfigure-stream).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
