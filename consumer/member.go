@@ -11,8 +11,8 @@ import (
 )
 
 // Membership is a group member's hold on its group as JoinGroup gives it, for a member that
-// reads and acknowledges elsewhere (a daemon serving a remote member): Open does the same
-// join and keeps the Membership in its Consumer.
+// reads elsewhere (a daemon's group routes serve one): Open makes the same join for a
+// Consumer.
 type Membership struct {
 	Group      string
 	Epoch      uint64   // the member's epoch; every earlier member is fenced

@@ -104,11 +104,11 @@ func (b *s2Backend) AckGroup(ctx context.Context, basin, name, group string, req
 		return s2api.AckGroupResponse{}, err
 	}
 	m := consumer.Membership{Group: group, Epoch: req.Epoch}
-	if g, err := hex.DecodeString(req.Generation); err != nil || len(g) != len(m.Generation) {
+	gen, err := hex.DecodeString(req.Generation)
+	if err != nil || len(gen) != len(m.Generation) {
 		return s2api.AckGroupResponse{}, s2api.Errorf(s2api.CodeInvalid, "generation %q is not the 32 hex digits a join answered", req.Generation)
-	} else {
-		copy(m.Generation[:], g)
 	}
+	copy(m.Generation[:], gen)
 	cp, err := consumer.WriteCheckpoint(ctx, b.e.groupConfig(st, group), m, req.Checkpoint)
 	if err != nil {
 		return s2api.AckGroupResponse{}, b.e.groupErr(ctx, basin, err)

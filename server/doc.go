@@ -32,6 +32,15 @@
 //	POST   /access-tokens                issue access token           201 {access_token}
 //	DELETE /access-tokens/{id}           revoke access token          204
 //
+// sluice's own consumer-group routes (groups.go; not S2's, with a GroupBackend):
+//
+//	GET    /streams/{s}/groups           groups with lag              200 {groups}
+//	POST   /streams/{s}/groups/{g}/join  join as the one member       200 JoinGroupResponse
+//	POST   /streams/{s}/groups/{g}/ack   move the checkpoint          200 AckGroupResponse
+//	                                     (stale epoch: 412 group_fenced)
+//	POST   /streams/{s}/groups/{g}/reset reset the checkpoint         200 ResetGroupResponse
+//	DELETE /streams/{s}/groups/{g}       delete the group             202
+//
 // # Access
 //
 // With WithAccess, every call carries a bearer token: the root token, or one issued through

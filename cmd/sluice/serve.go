@@ -26,8 +26,10 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: `Run the sluice daemon on --listen.
 
 It serves, on one port (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert/--tls-key):
-  /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions);
-             the same routes are also served without the /v1 prefix
+  /v1/...    S2's REST API (basins, streams, append, read, tail, SSE and S2S sessions),
+             and sluice's own consumer-group routes (/v1/streams/{s}/groups: what
+             sluice consume and sluice groups use through a daemon); the same routes
+             are also served without the /v1 prefix
   /health    200 "ok" while the store answers, 503 otherwise (with the store's error, or
              with --auth-token only its class; the error goes to the log, at most once
              a minute)
