@@ -356,31 +356,18 @@ func (c *Consumer) flush(ctx context.Context) error {
 	if done, err := c.flushVia(ctx, low); done {
 		return err
 	}
-	var stale *manifest.StaleEpochError
-	snap, err := manifest.Open(c.r.store, c.r.cfg.Stream.ManifestKey(), manifest.WithBackoff(c.r.cfg.Backoff)).Update(ctx, func(st *manifest.State) error {
-		if st.Generation != c.gen {
-			return manifest.ErrGenerationChanged // checked below, as the state's
-		}
-		changed, err := st.SetCheckpoint(c.group, c.epoch, low)
-		if err != nil {
-			return err
-		}
-		if !changed {
-			return manifest.ErrNoChange
-		}
-		return nil
-	})
+	h := manifest.Open(c.r.store, c.r.cfg.Stream.ManifestKey(), manifest.WithBackoff(c.r.cfg.Backoff))
+	res, err := writeCheckpointDirect(ctx, h, c.gen, c.group, c.epoch, low)
 	switch {
-	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, manifest.ErrNotExist):
-		return c.setGone()
-	case errors.As(err, &stale):
-		return c.setFenced(stale.Current)
-	case errors.Is(err, manifest.ErrNoGroup):
-		return c.setFenced(0)
 	case err != nil:
 		c.r.m.ackErrors.Inc()
 		return fmt.Errorf("consumer: write checkpoint of group %q: %w", c.group, err)
+	case res.gone:
+		return c.setGone()
+	case res.fenced:
+		return c.setFenced(res.current)
 	}
+	snap := res.snap
 	c.r.m.ackWrites.Inc()
 	if ferr := c.checkState(snap.State); ferr != nil {
 		return ferr

@@ -96,30 +96,16 @@ func WriteCheckpoint(ctx context.Context, cfg GroupConfig, m Membership, seq uin
 	if cp, done, err := m.writeVia(ctx, cfg, cc, seq); done {
 		return cp, err
 	}
-	var stale *manifest.StaleEpochError
-	snap, err = h.Update(ctx, func(st *manifest.State) error {
-		if st.Generation != m.Generation {
-			return manifest.ErrGenerationChanged
-		}
-		changed, err := st.SetCheckpoint(m.Group, m.Epoch, seq)
-		if err != nil {
-			return err
-		}
-		if !changed {
-			return manifest.ErrNoChange
-		}
-		return nil
-	})
+	res, err := writeCheckpointDirect(ctx, h, m.Generation, m.Group, m.Epoch, seq)
 	switch {
-	case errors.Is(err, manifest.ErrGenerationChanged), errors.Is(err, manifest.ErrNotExist):
-		return 0, m.gone(cfg)
-	case errors.As(err, &stale):
-		return 0, &FencedError{Group: m.Group, Epoch: m.Epoch, Current: stale.Current}
-	case errors.Is(err, manifest.ErrNoGroup):
-		return 0, &FencedError{Group: m.Group, Epoch: m.Epoch}
 	case err != nil:
 		return 0, fmt.Errorf("consumer: write checkpoint of group %q: %w", m.Group, err)
+	case res.gone:
+		return 0, m.gone(cfg)
+	case res.fenced:
+		return 0, &FencedError{Group: m.Group, Epoch: m.Epoch, Current: res.current}
 	}
+	snap = res.snap
 	return snap.State.Groups[m.Group].Checkpoint, nil
 }
 
