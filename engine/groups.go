@@ -122,15 +122,7 @@ func (b *s2Backend) ResetGroup(ctx context.Context, basin, name, group string, r
 	if err != nil {
 		return s2api.ResetGroupResponse{}, err
 	}
-	var to consumer.Start
-	switch {
-	case req.SeqNum != nil:
-		to = consumer.AtSeqNum(*req.SeqNum)
-	case req.Timestamp != nil:
-		to = consumer.AtTimestamp(*req.Timestamp)
-	case req.TailOffset != nil:
-		to = consumer.AtTailOffset(*req.TailOffset)
-	}
+	to := startAt(req.SeqNum, req.Timestamp, req.TailOffset, consumer.Start{})
 	info, created, err := consumer.ResetGroup(ctx, b.e.cfg.consumerConfig(st, b.e.watch), group, to, b.e.cfg.Now())
 	if err != nil && info.Group == "" {
 		return s2api.ResetGroupResponse{}, b.e.groupErr(ctx, basin, err)

@@ -52,17 +52,7 @@ func (e *Engine) Open(ctx context.Context, basin, name string, req consumer.Read
 }
 
 func (b *s2Backend) Read(ctx context.Context, basin, stream string, start s2api.ReadStart) (server.ReadCursor, error) {
-	var st consumer.Start
-	switch {
-	case start.SeqNum != nil:
-		st = consumer.AtSeqNum(*start.SeqNum)
-	case start.Timestamp != nil:
-		st = consumer.AtTimestamp(*start.Timestamp)
-	case start.TailOffset != nil:
-		st = consumer.AtTailOffset(*start.TailOffset)
-	default:
-		st = consumer.AtTailOffset(0)
-	}
+	st := startAt(start.SeqNum, start.Timestamp, start.TailOffset, consumer.AtTailOffset(0))
 	st.Clamp = start.Clamp
 	s, err := b.e.Open(ctx, basin, stream, consumer.ReadRequest{Start: st, Follow: true})
 	if err != nil {
@@ -151,3 +141,17 @@ func meteredSize(rs []consumer.SequencedRecord) int {
 }
 
 func (c *cursor) Close() error { return c.s.Close() }
+
+// startAt is the position S2's API names by one of seq_num, timestamp and tail_offset (the
+// first given), or def when none is.
+func startAt(seq, ts, tailOffset *uint64, def consumer.Start) consumer.Start {
+	switch {
+	case seq != nil:
+		return consumer.AtSeqNum(*seq)
+	case ts != nil:
+		return consumer.AtTimestamp(*ts)
+	case tailOffset != nil:
+		return consumer.AtTailOffset(*tailOffset)
+	}
+	return def
+}
