@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/manifest"
@@ -57,6 +58,12 @@ type Config struct {
 	// the listening address (the machine's hostname for a wildcard host). Only with
 	// Committer; an http or https URL with a host.
 	AdvertiseURL string
+	// CommitterLease is how long each of the committer's writes holds a stream's committer
+	// role: after the committer stops answering (dead, paused, cut off), a committer at
+	// another URL can take the role this long after its last write. With Committer:
+	// positive, and less than the committer's idle timeout (committer.DefaultConfig's, 1
+	// min), so the role has lapsed when a stream's loop ends.
+	CommitterLease time.Duration
 	// GC runs retention and garbage collection over every stream of the store in the daemon.
 	GC bool
 	// GCInterval is how often a collection round starts. Must be positive with GC.
@@ -81,6 +88,7 @@ func DefaultConfig() Config {
 		DeliveryTimeout: engine.DefaultDeliveryTimeout,
 		LagInterval:     engine.DefaultLagInterval,
 		Committer:       true,
+		CommitterLease:  committer.DefaultConfig().Lease,
 		GC:              true,
 		GCInterval:      gcfg.Interval,
 		GCGracePeriod:   gcfg.GracePeriod,
@@ -123,6 +131,9 @@ func (c *Config) Validate() error {
 	// The daemon's producers give up on an upload after half the grace period.
 	if err := manifest.CheckCommitDeadline(c.GCGracePeriod/2, c.GCGracePeriod); err != nil {
 		bad("GCGracePeriod %v: %v", c.GCGracePeriod, err)
+	}
+	if idle := committer.DefaultConfig().IdleTimeout; c.Committer && (c.CommitterLease <= 0 || c.CommitterLease >= idle) {
+		bad("CommitterLease %v must be positive and less than the committer's idle timeout %v", c.CommitterLease, idle)
 	}
 	if c.AdvertiseURL != "" {
 		if !c.Committer {

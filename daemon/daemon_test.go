@@ -16,8 +16,10 @@ import (
 	"github.com/sluice-dev/sluice/daemon"
 	"github.com/sluice-dev/sluice/internal/testlog"
 	"github.com/sluice-dev/sluice/internal/testseed"
+	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
+	"github.com/sluice-dev/sluice/stream"
 )
 
 // testConfig is a daemon on store at a free port of 127.0.0.1.
@@ -309,4 +311,47 @@ func TestCloseCutsAStuckShutdownShort(t *testing.T) {
 	<-drained
 	res.Body.Close()
 	r.http.CloseIdleConnections()
+}
+
+// TestCommitterLeaseIsTheRoleLength: Config.CommitterLease is how long each committer
+// write holds the stream's role (the manifest's role lapses that long after the write); a
+// lease that is not positive, or not below the committer's idle timeout, is refused, and
+// without a committer the lease is not checked.
+func TestCommitterLeaseIsTheRoleLength(t *testing.T) {
+	for _, lease := range []time.Duration{0, -time.Second, time.Minute, time.Hour} {
+		cfg := testConfig(objectstore.NewMemStore())
+		cfg.CommitterLease = lease
+		if _, err := daemon.New(t.Context(), cfg); !errors.Is(err, daemon.ErrInvalidConfig) || !strings.Contains(err.Error(), "CommitterLease") {
+			t.Errorf("CommitterLease %v: %v, want it refused naming CommitterLease", lease, err)
+		}
+		cfg.Committer = false
+		d, err := daemon.New(t.Context(), cfg)
+		if err != nil {
+			t.Errorf("CommitterLease %v without a committer: %v", lease, err)
+			continue
+		}
+		d.Close(context.Background())
+	}
+	store := objectstore.NewMemStore()
+	cfg := testConfig(store)
+	cfg.CommitterLease = 2345 * time.Millisecond
+	r := start(t, cfg)
+	defer r.stop(t)
+	rng := rand.New(rand.NewPCG(testseed.Get(t), 0))
+	before := time.Now()
+	appendAndRead(t, r, "lease-basin", "events", rng, 3)
+	after := time.Now()
+	st, err := stream.Locate("lease-basin", "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := manifest.Open(store, st.ManifestKey()).Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := snap.State.Committer
+	lo, hi := uint64(before.Add(cfg.CommitterLease).UnixMilli()), uint64(after.Add(cfg.CommitterLease).UnixMilli())
+	if role.URL != r.d.CommitterURL() || role.UntilMs < lo || role.UntilMs > hi {
+		t.Errorf("role after an append: %+v; want %s until %d..%d (the write's time plus the lease)", role, r.d.CommitterURL(), lo, hi)
+	}
 }

@@ -44,7 +44,8 @@ The daemon is a committer: it takes the committer role of the streams it writes 
 in each stream's manifest with --advertise-url, renewed by its writes) and commits, in one
 manifest write, the batches of every producer that asks it (sluice append --committer, or
 any producer that finds it in the manifest). Producers still upload their own batches. If
-it stops answering, they commit directly; if it dies, its role lapses after 10 s. Give
+it stops answering, they commit directly; if it dies, its role lapses after
+--committer-lease (10 s), and another committer can take it. Give
 --advertise-url when other machines reach it at another address than --listen's.
 
 S2 basins map to basins/<basin>/ in the store; streams appended with the CLI without

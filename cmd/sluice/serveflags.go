@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/daemon"
 )
 
@@ -27,6 +28,7 @@ type serveFlags struct {
 	noGC            bool
 	advertiseURL    string
 	noCommitter     bool
+	committerLease  time.Duration
 	lagInterval     time.Duration
 }
 
@@ -45,6 +47,7 @@ func (f *serveFlags) register(fl *pflag.FlagSet) {
 	fl.Var(newDurationValue(&f.gcGracePeriod, def.GCGracePeriod), "gc-grace-period", "minimum age (by the store's clock) of an unreferenced object before it is deleted; producers re-upload batches older than half of it ("+gracePeriodHelp+")")
 	fl.StringVar(&f.advertiseURL, "advertise-url", "", "the URL other processes reach this daemon's committer at (such as http://10.0.0.5:8080); default: derived from --listen (the machine's hostname for a wildcard host)")
 	fl.BoolVar(&f.noCommitter, "no-committer", false, "do not act as a committer: this daemon's writes commit directly, and it takes no commit requests")
+	fl.Var(newDurationValue(&f.committerLease, def.CommitterLease), "committer-lease", "how long each of the committer's writes holds a stream's committer role: once it stops answering, another committer can take the role this long after its last write (positive, under 1m)")
 	fl.Var(newDurationValue(&f.lagInterval, def.LagInterval), "lag-interval", "how often the consumer group lag and manifest size gauges of the streams this daemon serves are refreshed (one conditional manifest read per stream; 0 turns them off)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 }
@@ -76,6 +79,9 @@ func (f *serveFlags) validate() error {
 	if _, err := checkGracePeriod("--gc-grace-period", f.gcGracePeriod); err != nil {
 		errs = append(errs, err)
 	}
+	if idle := committer.DefaultConfig().IdleTimeout; f.committerLease <= 0 || f.committerLease >= idle {
+		errs = append(errs, fmt.Errorf("invalid value %v for --committer-lease: must be positive and less than %v (the committer's idle timeout)", f.committerLease, idle))
+	}
 	if f.advertiseURL != "" && f.noCommitter {
 		errs = append(errs, errors.New("--advertise-url and --no-committer exclude each other"))
 	}
@@ -99,6 +105,7 @@ func (f *serveFlags) config() daemon.Config {
 	cfg.LagInterval = f.lagInterval
 	cfg.Committer = !f.noCommitter
 	cfg.AdvertiseURL = f.advertiseURL
+	cfg.CommitterLease = f.committerLease
 	cfg.GC = !f.noGC
 	cfg.GCInterval = f.gcInterval
 	cfg.GCGracePeriod = f.gcGracePeriod
