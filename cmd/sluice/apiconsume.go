@@ -28,7 +28,7 @@ var defaultAckRecords = consumer.DefaultGroupConfig().AckRecords
 func runConsumeDaemon(cmd *cobra.Command, g *globals, f *consumeFlags, name string) error {
 	ctx := cmd.Context()
 	var errs []error
-	for _, fl := range []string{"committer", "committer-token", "metrics-listen"} {
+	for _, fl := range []string{"committer", "committer-token", "committer-timeout", "metrics-listen"} {
 		if cmd.Flags().Changed(fl) {
 			errs = append(errs, fmt.Errorf("--%s needs a store (--store): through a daemon, the daemon writes the group's checkpoints (with its committer) and serves its lag on its /metrics", fl))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 )
 
 // maxLineBytes bounds one stdin line: a record is at most 1 MiB metered, and its base64 or
@@ -31,6 +32,7 @@ type appendFlags struct {
 	deliveryTimeout  time.Duration
 	committer        string
 	committerToken   string
+	committerTimeout time.Duration
 }
 
 func newAppendCmd(g *globals) *cobra.Command {
@@ -88,6 +90,7 @@ behind it are not sent. --committer needs a store.`,
 	fl.Var(newDurationValue(&f.deliveryTimeout, defaultCLIDeliveryTimeout), "delivery-timeout", "how long an append may wait to be committed, once its batch is flushed, before sluice stops with an error; it bounds opening the stream too (0: retry as long as the store is out)")
 	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a sluice serve daemon) to send commits to while the stream names none; batches are still uploaded from here, and with no committer answering sluice commits directly")
 	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (its --auth-token; prefer SLUICE_COMMITTER_TOKEN)")
+	fl.Var(newDurationValue(&f.committerTimeout, commitclient.DefaultRequestTimeout), "committer-timeout", "how long a commit waits for a committer's answer (--committer's, or the one the stream names) before sluice commits directly, for 10 s (with --store)")
 	fl.Var(newDurationValue(&f.linger, 5*time.Millisecond), "linger", "how long an append waits for more lines (0 = no waiting: each line is an append of its own)")
 	return cmd
 }
@@ -110,6 +113,9 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 	}
 	if f.progressInterval <= 0 {
 		return fmt.Errorf("invalid value %v for --progress-interval: must be positive", f.progressInterval)
+	}
+	if f.committerTimeout <= 0 {
+		return fmt.Errorf("invalid value %v for --committer-timeout: must be positive", f.committerTimeout)
 	}
 	bcfg := batchfmt.DefaultBatchingConfig()
 	bcfg.Linger = f.linger
@@ -140,7 +146,7 @@ func runAppend(cmd *cobra.Command, g *globals, f *appendFlags, name string, stdi
 		return err
 	}
 	defer b.close()
-	p, err := b.openAppender(ctx, name, appendOptions{create: f.create, deliveryTimeout: f.deliveryTimeout, committer: f.committer, committerToken: f.committerToken})
+	p, err := b.openAppender(ctx, name, appendOptions{create: f.create, deliveryTimeout: f.deliveryTimeout, committer: f.committer, committerToken: f.committerToken, committerTimeout: f.committerTimeout})
 	if err != nil {
 		return err
 	}

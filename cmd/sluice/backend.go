@@ -49,6 +49,8 @@ type appendOptions struct {
 	deliveryTimeout time.Duration
 	committer       string // store only: a committer's URL
 	committerToken  string
+	// committerTimeout: store only, the wait for a committer's answer (0: the default).
+	committerTimeout time.Duration
 }
 
 // appender sends appends in order; each submit's ack comes from its waiter.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestServeAsCommitter: a daemon run with --advertise-url commits for three `sluice append
@@ -172,5 +173,92 @@ func TestServeCommitterDefault(t *testing.T) {
 		case !off && (ins.Committer == nil || ins.Committer.URL != "http://"+addr):
 			t.Fatalf("committer %+v, want the daemon at http://%s", ins.Committer, addr)
 		}
+	}
+}
+
+// TestCommitterTimeoutBoundsTheWait: a committer that takes the connection and never
+// answers (a stopped process) holds a commit for --committer-timeout, not the default 10 s;
+// then append commits directly and every line is acknowledged and read back. A timeout
+// that is not positive is refused, naming the flag, by append and by consume.
+func TestCommitterTimeoutBoundsTheWait(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	sluiceOK(t, dir, "", nil, "stream", "create", "s", "--store", "./d")
+	const lines = 50
+	var in strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&in, "l%d\n", i)
+	}
+	start := time.Now()
+	r := sluice(t, dir, in.String(), nil, "append", "s", "--store", "./d", "--committer", "http://"+ln.Addr().String(),
+		"--committer-timeout", "300ms", "--linger", "0")
+	took := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
+	}
+	if took > 8*time.Second {
+		t.Errorf("append took %v with --committer-timeout 300ms: it waited for the default", took)
+	}
+	if n := strings.Count(r.stdout, "\n"); n != lines {
+		t.Errorf("%d acks, want %d (--linger 0: one per line)", n, lines)
+	}
+	if got := strings.Count(sluiceOK(t, dir, "", nil, "read", "s", "--store", "./d", "--format", "raw"), "\n"); got != lines {
+		t.Errorf("read %d records, want %d", got, lines)
+	}
+	t.Logf("append through an unanswering committer took %v", took)
+	for _, args := range [][]string{
+		{"append", "s", "--store", "./d", "--committer-timeout", "0s"},
+		{"consume", "s", "--store", "./d", "--group", "g", "--exec", "cat", "--committer-timeout", "-1s"},
+	} {
+		if r := sluice(t, dir, "x\n", nil, args...); r.code == 0 || !strings.Contains(r.stderr, "--committer-timeout") {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming --committer-timeout", args, r.code, strings.TrimSpace(r.stderr))
+		}
+	}
+}
+
+// TestServeCommitterLeaseFlag: --committer-lease must be positive and under the
+// committer's idle timeout (1 min), and a bad one is refused with a message that names the
+// flag; --help gives the default, 10 s.
+func TestServeCommitterLeaseFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []string{"0s", "-1s", "1m", "2h"} {
+		r := sluice(t, dir, "", nil, "serve", "--listen", "127.0.0.1:0", "--store", "mem://", "--committer-lease", v)
+		if r.code == 0 || !strings.Contains(r.stderr, "--committer-lease") {
+			t.Errorf("serve --committer-lease %s: exit %d, stderr %q; want an error naming --committer-lease", v, r.code, strings.TrimSpace(r.stderr))
+		}
+	}
+	r := sluice(t, dir, "", nil, "serve", "--help")
+	line := ""
+	for l := range strings.Lines(r.stdout) {
+		if strings.Contains(l, "--committer-lease duration") {
+			line = l
+		}
+	}
+	if r.code != 0 || !strings.Contains(line, "(default 10s)") {
+		t.Errorf("serve --help: exit %d, no --committer-lease line with its default 10s:\n%s", r.code, r.stdout)
 	}
 }

@@ -27,22 +27,23 @@ import (
 )
 
 type consumeFlags struct {
-	basin           string
-	group           string
-	exec            string
-	batch           int
-	format          string
-	maxAttempts     int
-	backoff         time.Duration
-	maxBackoff      time.Duration
-	includeCommands bool
-	stopAtTail      bool
-	ackInterval     time.Duration
-	committer       string
-	committerToken  string
-	stopTimeout     time.Duration
-	startAt         string
-	metricsListen   string
+	basin            string
+	group            string
+	exec             string
+	batch            int
+	format           string
+	maxAttempts      int
+	backoff          time.Duration
+	maxBackoff       time.Duration
+	includeCommands  bool
+	stopAtTail       bool
+	ackInterval      time.Duration
+	committer        string
+	committerToken   string
+	committerTimeout time.Duration
+	stopTimeout      time.Duration
+	startAt          string
+	metricsListen    string
 }
 
 func newConsumeCmd(g *globals) *cobra.Command {
@@ -111,6 +112,7 @@ sluice_consumer_* and sluice_objectstore_* metrics, and Go runtime metrics.`,
 	fl.Var(newDurationValue(&f.ackInterval, time.Second), "ack-interval", "how long acknowledgements may wait before they are written")
 	fl.StringVar(&f.committer, "committer", "", "URL of a committer (a sluice serve daemon) to write the group's checkpoints with its commits while the stream names none; with none answering they are written directly")
 	fl.StringVar(&f.committerToken, "committer-token", "", "bearer token of the committer's API (prefer SLUICE_COMMITTER_TOKEN)")
+	fl.Var(newDurationValue(&f.committerTimeout, commitclient.DefaultRequestTimeout), "committer-timeout", "how long a checkpoint write waits for a committer's answer (--committer's, or the one the stream names) before the member writes directly, for 10 s")
 	fl.Var(newDurationValue(&f.stopTimeout, 30*time.Second), "stop-timeout", "on SIGINT/SIGTERM, how long to wait for a running command")
 	fl.Var(newEnum(&f.startAt, "head", "head", "tail"), "start-at", "where a group that does not exist yet starts: head (its first readable record) or tail (records appended from now on)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port) while consuming")
@@ -141,6 +143,9 @@ func (f *consumeFlags) validate() error {
 	}
 	if f.ackInterval <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --ack-interval: must be positive", f.ackInterval))
+	}
+	if f.committerTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %v for --committer-timeout: must be positive", f.committerTimeout))
 	}
 	if f.stopTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %v for --stop-timeout: must be positive", f.stopTimeout))
@@ -184,7 +189,7 @@ func runConsume(cmd *cobra.Command, g *globals, f *consumeFlags, name string) er
 	cfg.Stream = st
 	cfg.Group = f.group
 	cfg.AckInterval = f.ackInterval
-	cfg.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken}
+	cfg.Committer = commitclient.Config{URL: f.committer, Token: f.committerToken, RequestTimeout: f.committerTimeout}
 	// Followed through the committer's watch while one answers (the same committer and
 	// token as the checkpoints), else by polling the store.
 	hub, err := e.followHub(cfg.Committer)

@@ -223,7 +223,7 @@ func (b *storeBackend) openAppender(ctx context.Context, name string, o appendOp
 		}
 	}
 	p, err := e.newProducer(ctx, st, o.create, o.deliveryTimeout, func(c *producer.Config) {
-		c.Committer = commitclient.Config{URL: o.committer, Token: o.committerToken}
+		c.Committer = commitclient.Config{URL: o.committer, Token: o.committerToken, RequestTimeout: o.committerTimeout}
 	})
 	if err != nil {
 		return nil, err
