@@ -80,19 +80,42 @@ func TestCrashFile(t *testing.T) {
 	if testing.Short() {
 		t.Log("-short: fewer cycles")
 	}
-	runCrash(t, "file://"+t.TempDir(), false)
+	runCrash(t, "file://"+t.TempDir(), plain)
 }
 
 // TestCrashFileCommitter runs the crash cycles against the file store with a committer
 // daemon (sluice serve) that the producers send their commits to, and that is
 // SIGKILLed and restarted among the others.
 func TestCrashFileCommitter(t *testing.T) {
-	runCrash(t, "file://"+t.TempDir(), true)
+	runCrash(t, "file://"+t.TempDir(), withCommitter)
 }
 
 // TestCrashS3 runs the crash cycles against the S3-compatible server of SLUICE_TEST_S3_URL,
 // under a prefix of its own (removed afterwards).
 func TestCrashS3(t *testing.T) {
+	storeURL := s3CrashURL(t)
+	runCrash(t, storeURL, plain)
+	t.Run("committer", func(t *testing.T) { runCrash(t, subURL(t, storeURL, "committer"), withCommitter) })
+}
+
+// TestCrashCommitterPausedPastLease: four "sluice append --committer" producers commit
+// through a committer daemon that is, at seeded random moments, SIGKILLed and restarted at
+// its URL, and stopped with SIGSTOP for longer than its lease (--committer-lease 1s), then
+// continued. While it is stopped the producers, after --committer-timeout, commit directly
+// and keep acknowledging (each pause must see the stream's tail move); when it wakes, its
+// write of the manifest it read before the pause fails the If-Match, so nothing it commits
+// is stale. The checker then finds every acknowledged record once, at its acknowledged
+// position. On the file store, and on S3, GCS and Azure when their emulators are set.
+func TestCrashCommitterPausedPastLease(t *testing.T) {
+	t.Run("file", func(t *testing.T) { runCrash(t, "file://"+t.TempDir(), pausedCommitter) })
+	t.Run("s3", func(t *testing.T) { runCrash(t, s3CrashURL(t), pausedCommitter) })
+	t.Run("gcs", func(t *testing.T) { runCrash(t, gcsCrashURL(t), pausedCommitter) })
+	t.Run("azure", func(t *testing.T) { runCrash(t, azureCrashURL(t), pausedCommitter) })
+}
+
+// s3CrashURL is a store URL under a new prefix of SLUICE_TEST_S3_URL (removed when t
+// ends), its bucket made; t is skipped without the variable, and failed under CI=true.
+func s3CrashURL(t *testing.T) string {
 	raw := os.Getenv("SLUICE_TEST_S3_URL")
 	if raw == "" {
 		if os.Getenv("CI") == "true" {
@@ -125,11 +148,45 @@ func TestCrashS3(t *testing.T) {
 			t.Logf("cleanup: %v", err)
 		}
 	})
-	runCrash(t, storeURL, false)
-	sub := *u
-	sub.Path += "/committer" // under the prefix removed afterwards
-	t.Run("committer", func(t *testing.T) { runCrash(t, sub.String(), true) })
+	return storeURL
 }
+
+// subURL is storeURL with sub appended to its path (a prefix under its prefix).
+func subURL(t *testing.T, storeURL, sub string) string {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + sub
+	return u.String()
+}
+
+// scenario is what a crash run starts and does to its processes.
+type scenario struct {
+	producers int
+	// committer: the producers send their commits to a committer daemon, which is
+	// SIGKILLed and restarted at its URL among the others.
+	committer bool
+	// pause: the committer is also stopped (SIGSTOP) for longer than its lease, then
+	// continued; the committer's lease, and the producers' and the consumer's wait for its
+	// answers, are short.
+	pause bool
+}
+
+var (
+	plain           = scenario{producers: 3}
+	withCommitter   = scenario{producers: 3, committer: true}
+	pausedCommitter = scenario{producers: 4, committer: true, pause: true}
+)
+
+// The pause scenario's timings: the committer's lease, the producers' and the consumer's
+// wait for its answer, and how long past its lease a pause lasts (at least pauseMin).
+const (
+	pauseLease   = time.Second
+	pauseTimeout = time.Second
+	pauseMin     = pauseLease + time.Second
+	pauseExtra   = 1500 * time.Millisecond // random, on top of pauseMin
+)
 
 // ackLine is one line "sluice append" prints per acknowledged append.
 type ackLine struct {
@@ -199,10 +256,19 @@ type crashRun struct {
 	cLog     string
 	kills    int
 	comKills int
+	sc       scenario
 	// With a committer: its daemon, the address it listens on, and its instance count.
 	committer     *proc
 	committerAddr string
 	comInst       int
+	// With pauses: while the committer is stopped, when it is to continue and the tail
+	// then; the pauses that ended, and the records committed while it was stopped.
+	paused        bool
+	pauseEnd      time.Time
+	pauseTail     uint64
+	pauses        int
+	pausedRecords uint64
+	pauseKills    int // kills of a stopped committer
 }
 
 func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
@@ -234,6 +300,13 @@ func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
+	r.t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.kill() // the test ended early; SIGKILL ends a stopped process too
+		}
+	})
 	return p
 }
 
@@ -244,6 +317,9 @@ func (r *crashRun) startProducer(s *producerSlot) {
 	args := []string{"append", "crash", "--create", "--linger", linger}
 	if r.committerAddr != "" {
 		args = append(args, "--committer", "http://"+r.committerAddr)
+	}
+	if r.sc.pause {
+		args = append(args, "--committer-timeout", pauseTimeout.String())
 	}
 	s.cur = r.start(name, true, args...)
 	s.lines = nil
@@ -330,16 +406,23 @@ func (r *crashRun) startConsumer() {
 	name := fmt.Sprintf("c.i%d", r.cinst)
 	batch := strconv.Itoa(1 + r.rng.IntN(50))
 	ackInterval := []string{"10ms", "100ms", "500ms"}[r.rng.IntN(3)]
-	r.consumer = r.start(name, false, "consume", "crash", "--group", "g", "--batch", batch, "--ack-interval", ackInterval,
-		"--backoff", "10ms", "--max-attempts", "0", "--exec", "cat >> "+shellQuote(r.cLog))
+	args := []string{"consume", "crash", "--group", "g", "--batch", batch, "--ack-interval", ackInterval,
+		"--backoff", "10ms", "--max-attempts", "0", "--exec", "cat >> " + shellQuote(r.cLog)}
+	if r.sc.pause {
+		args = append(args, "--committer-timeout", pauseTimeout.String())
+	}
+	r.consumer = r.start(name, false, args...)
 }
 
 // startCommitter starts the committer daemon on its address and waits until it answers.
 func (r *crashRun) startCommitter() {
 	r.t.Helper()
 	r.comInst++
-	r.committer = r.start(fmt.Sprintf("committer.i%d", r.comInst), false, "serve", "--listen", r.committerAddr,
-		"--no-gc") // a committer at the URL of --listen
+	args := []string{"serve", "--listen", r.committerAddr, "--no-gc"} // a committer at the URL of --listen
+	if r.sc.pause {
+		args = append(args, "--committer-lease", pauseLease.String())
+	}
+	r.committer = r.start(fmt.Sprintf("committer.i%d", r.comInst), false, args...)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if res, err := http.Get("http://" + r.committerAddr + "/health"); err == nil {
 			res.Body.Close()
@@ -354,6 +437,49 @@ func (r *crashRun) startCommitter() {
 			r.t.Fatal("the committer did not answer within 30 s")
 		}
 	}
+}
+
+// pauseCommitter stops the committer (SIGSTOP) for longer than its lease, noting the tail.
+func (r *crashRun) pauseCommitter() {
+	r.t.Helper()
+	if err := syscall.Kill(-r.committer.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		r.t.Fatalf("SIGSTOP %s: %v", r.committer.name, err)
+	}
+	r.paused = true
+	r.pauseEnd = time.Now().Add(pauseMin + time.Duration(r.rng.Int64N(int64(pauseExtra))))
+	r.pauseTail = r.tail()
+}
+
+// resumeCommitter continues the stopped committer (SIGCONT) once its pause is over. The
+// producers must have committed without it meanwhile: the tail moved.
+func (r *crashRun) resumeCommitter() {
+	r.t.Helper()
+	time.Sleep(time.Until(r.pauseEnd))
+	tail := r.tail()
+	if err := syscall.Kill(-r.committer.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		r.t.Fatalf("SIGCONT %s: %v", r.committer.name, err)
+	}
+	r.paused = false
+	r.pauses++
+	if tail <= r.pauseTail {
+		r.t.Errorf("pause %d: the tail stayed at %d while the committer was stopped: the producers did not commit without it", r.pauses, tail)
+	}
+	r.pausedRecords += tail - min(tail, r.pauseTail)
+}
+
+// tail is the stream's tail, from "sluice tail".
+func (r *crashRun) tail() uint64 {
+	r.t.Helper()
+	out, err := exec.Command(r.bin, "--store", r.storeURL, "tail", "crash").Output()
+	var res struct {
+		Tail struct {
+			SeqNum uint64 `json:"seq_num"`
+		} `json:"tail"`
+	}
+	if err != nil || json.Unmarshal(out, &res) != nil {
+		r.t.Fatalf("sluice tail: %v: %q", err, out)
+	}
+	return res.Tail.SeqNum
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -390,16 +516,25 @@ func tailFile(path string) string {
 	return string(data)
 }
 
-func runCrash(t *testing.T, storeURL string, withCommitter bool) {
+func runCrash(t *testing.T, storeURL string, sc scenario) {
 	seed := testseed.Get(t)
 	cycles := cyclesFor(t)
+	// With pauses the run goes on past its cycles until the committer was stopped past its
+	// lease, and killed, this many times.
+	minPauses, minComKills := 0, 0
+	if sc.pause {
+		minPauses, minComKills = 3, 2
+		if !testing.Short() {
+			minPauses, minComKills = 8, 4
+		}
+	}
 	t.Logf("seed %d, %d cycles (replay: %s=%d go test ./crashtest -run %s)", seed, cycles, testseed.Env, seed, t.Name())
-	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5))}
+	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5)), sc: sc}
 	r.cLog = filepath.Join(r.dir, "consumed.jsonl")
 	if out, err := exec.Command(r.bin, "--store", storeURL, "stream", "create", "crash").CombinedOutput(); err != nil {
 		t.Fatalf("sluice stream create: %v\n%s", err, out)
 	}
-	if withCommitter {
+	if sc.committer {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -408,7 +543,7 @@ func runCrash(t *testing.T, storeURL string, withCommitter bool) {
 		ln.Close()
 		r.startCommitter()
 	}
-	const producers = 3
+	producers := sc.producers
 	for i := range producers {
 		s := &producerSlot{id: i, sent: map[string]bool{}}
 		r.slots = append(r.slots, s)
@@ -416,17 +551,37 @@ func runCrash(t *testing.T, storeURL string, withCommitter bool) {
 	}
 	r.startConsumer()
 	consumerKills := 0
-	for c := range cycles {
-		time.Sleep(time.Duration(20+r.rng.IntN(300)) * time.Millisecond)
+	for c := 0; c < cycles || r.pauses < minPauses || r.comKills < minComKills; c++ {
+		if c > 100*cycles+1000 {
+			t.Fatalf("%d cycles and still %d pauses, %d committer kills", c, r.pauses, r.comKills)
+		}
+		sleep := time.Duration(20+r.rng.IntN(300)) * time.Millisecond
+		if r.paused {
+			sleep = min(sleep, time.Until(r.pauseEnd))
+		}
+		time.Sleep(sleep)
+		switch {
+		case r.paused && !time.Now().Before(r.pauseEnd):
+			r.resumeCommitter()
+		case sc.pause && !r.paused && r.rng.IntN(4) == 0:
+			r.pauseCommitter()
+		}
 		// Kill one process, sometimes two.
 		for range 1 + r.rng.IntN(2) {
 			victims := producers + 1
-			if withCommitter {
+			if sc.committer {
 				victims++
 			}
 			victim := r.rng.IntN(victims)
+			if victim == producers+1 && r.paused && r.rng.IntN(20) != 0 {
+				continue // mostly, let a pause run past the lease
+			}
 			r.kills++
 			if victim == producers+1 {
+				if r.paused {
+					r.paused = false // killed while stopped
+					r.pauseKills++
+				}
 				r.committer.kill()
 				r.comKills++
 				r.startCommitter()
@@ -458,12 +613,22 @@ func runCrash(t *testing.T, storeURL string, withCommitter bool) {
 			t.Fatalf("%s exited on its own: %v\n%s", r.consumer.name, r.consumer.err, tailFile(r.consumer.stderr))
 		default:
 		}
+		if sc.committer {
+			select {
+			case <-r.committer.done:
+				t.Fatalf("%s exited on its own: %v\n%s", r.committer.name, r.committer.err, tailFile(r.committer.stderr))
+			default:
+			}
+		}
+	}
+	if r.paused {
+		r.resumeCommitter()
 	}
 	// Let the producers finish cleanly: every line they read is acknowledged.
 	for _, s := range r.slots {
 		r.stopProducer(s, false)
 	}
-	if withCommitter {
+	if sc.committer {
 		r.committer.kill()
 		// The last write of a committer left its role in the manifest: commits went through it.
 		out, err := exec.Command(r.bin, "--store", storeURL, "inspect", "crash").Output()
@@ -474,6 +639,10 @@ func runCrash(t *testing.T, storeURL string, withCommitter bool) {
 			t.Errorf("inspect after the run: %v, committer %+v: want the committer's role", err, ins.Committer)
 		}
 		t.Logf("the committer was killed %d times", r.comKills)
+		if sc.pause {
+			t.Logf("the committer was stopped past its lease %d times (and killed while stopped %d times); %d records were committed while it was stopped",
+				r.pauses, r.pauseKills, r.pausedRecords)
+		}
 	}
 	r.consumer.kill()
 	consumerKills++
