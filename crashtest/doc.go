@@ -11,11 +11,20 @@
 //     restarted member never skips ahead (it resumes at or before where the previous one
 //     stopped: at-least-once, in order).
 //
+// With a committer (TestCrashFileCommitter, the committer subtests of the store tests), the
+// producers send their commits to a "sluice serve" daemon that is SIGKILLed and restarted at
+// its URL among the others. TestCrashCommitterPausedPastLease adds a fourth producer and
+// stops the committer with SIGSTOP for longer than its lease (serve --committer-lease 1s),
+// then continues it; the producers wait --committer-timeout 1s for its answers, and each
+// pause must see the stream's tail move (they commit directly while it is stopped).
+//
 // Record bodies name their producer slot, process instance and line number
 // ("s1.i4.n000123"), so a duplicate or a misplaced record is visible.
 //
-// The package has no non-test code. The tests build ./cmd/sluice once. The S3 test reads
-// SLUICE_TEST_S3_URL (skipped when unset, failed when unset and CI=true). The seed comes
-// from SLUICE_SEED or the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the
-// number of kill cycles per backend (default 60).
+// The package has no non-test code. The tests build ./cmd/sluice once. The S3, GCS and
+// Azure tests read SLUICE_TEST_S3_URL, SLUICE_TEST_GCS_URL and SLUICE_TEST_AZURE_URL
+// (skipped when unset, failed when unset and CI=true). The seed comes from SLUICE_SEED or
+// the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the number of kill cycles per
+// backend (default 60, 15 with -short). The pause test goes on past its cycles until the
+// committer was stopped past its lease 8 times and killed 4 times (3 and 2 with -short).
 package crashtest
