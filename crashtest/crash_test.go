@@ -186,6 +186,9 @@ const (
 	pauseTimeout = time.Second
 	pauseMin     = pauseLease + time.Second
 	pauseExtra   = 1500 * time.Millisecond // random, on top of pauseMin
+	// pauseGrace: a pause that has seen no commit yet goes on up to this much longer, short
+	// of the default --committer-timeout (10 s): producers that wait that long still fail.
+	pauseGrace = 5 * time.Second
 )
 
 // ackLine is one line "sluice append" prints per acknowledged append.
@@ -268,7 +271,9 @@ type crashRun struct {
 	pauseTail     uint64
 	pauses        int
 	pausedRecords uint64
-	pauseKills    int // kills of a stopped committer
+	pauseKills    int  // kills of a stopped committer
+	pauseLocked   bool // the committer was stopped holding a file store lock
+	lockStalls    int  // pauses the file store's lock stalled
 }
 
 func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
@@ -448,6 +453,25 @@ func (r *crashRun) pauseCommitter() {
 	r.paused = true
 	r.pauseEnd = time.Now().Add(pauseMin + time.Duration(r.rng.Int64N(int64(pauseExtra))))
 	r.pauseTail = r.tail()
+	r.pauseLocked = strings.HasPrefix(r.storeURL, "file:") && holdsFlock(r.committer.cmd.Process.Pid)
+}
+
+// holdsFlock reports whether process pid holds a flock (in /proc/locks). The file store
+// takes one around each conditional write of a key (its stripe of 64); a process stopped
+// while it holds it stops the other writers of those keys until it continues or dies.
+func holdsFlock(pid int) bool {
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	for l := range strings.Lines(string(data)) {
+		f := strings.Fields(l)
+		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's has "->" after the id.
+		if len(f) >= 5 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // resumeCommitter continues the stopped committer (SIGCONT) once its pause is over. The
@@ -456,12 +480,28 @@ func (r *crashRun) resumeCommitter() {
 	r.t.Helper()
 	time.Sleep(time.Until(r.pauseEnd))
 	tail := r.tail()
+	// On a loaded machine the first direct commit may come late: keep the committer stopped
+	// a while longer rather than take a slow machine for a stalled producer.
+	for tail <= r.pauseTail && !r.pauseLocked && time.Since(r.pauseEnd) < pauseGrace {
+		time.Sleep(100 * time.Millisecond)
+		tail = r.tail()
+	}
+	if late := time.Since(r.pauseEnd); late > time.Second {
+		r.t.Logf("pause %d: stopped %v longer than planned, waiting for the tail to move", r.pauses+1, late.Round(time.Millisecond))
+	}
 	if err := syscall.Kill(-r.committer.cmd.Process.Pid, syscall.SIGCONT); err != nil {
 		r.t.Fatalf("SIGCONT %s: %v", r.committer.name, err)
 	}
 	r.paused = false
 	r.pauses++
-	if tail <= r.pauseTail {
+	switch {
+	case tail > r.pauseTail:
+	case r.pauseLocked:
+		// Stopped inside a write on the file store, it held the flock of the manifest's
+		// stripe: the other writers waited for it (docs/guarantees.md, known limits).
+		r.lockStalls++
+		r.t.Logf("pause %d: the tail stayed at %d: the committer was stopped holding a file store lock", r.pauses, tail)
+	default:
 		r.t.Errorf("pause %d: the tail stayed at %d while the committer was stopped: the producers did not commit without it", r.pauses, tail)
 	}
 	r.pausedRecords += tail - min(tail, r.pauseTail)
@@ -640,8 +680,11 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 		}
 		t.Logf("the committer was killed %d times", r.comKills)
 		if sc.pause {
-			t.Logf("the committer was stopped past its lease %d times (and killed while stopped %d times); %d records were committed while it was stopped",
-				r.pauses, r.pauseKills, r.pausedRecords)
+			t.Logf("the committer was stopped past its lease %d times (and killed while stopped %d times); %d records were committed while it was stopped; %d pauses stalled on a file store lock it held",
+				r.pauses, r.pauseKills, r.pausedRecords, r.lockStalls)
+			if r.lockStalls > r.pauses/2 {
+				t.Errorf("%d of %d pauses stalled on a file store lock: the pauses proved little", r.lockStalls, r.pauses)
+			}
 		}
 	}
 	r.consumer.kill()

@@ -16,7 +16,8 @@
 // its URL among the others. TestCrashCommitterPausedPastLease adds a fourth producer and
 // stops the committer with SIGSTOP for longer than its lease (serve --committer-lease 1s),
 // then continues it; the producers wait --committer-timeout 1s for its answers, and each
-// pause must see the stream's tail move (they commit directly while it is stopped).
+// pause must see the stream's tail move (they commit directly while it is stopped), unless
+// on the file store the committer was stopped holding the store's flock of the manifest.
 //
 // Record bodies name their producer slot, process instance and line number
 // ("s1.i4.n000123"), so a duplicate or a misplaced record is visible.
