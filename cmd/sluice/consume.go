@@ -82,8 +82,8 @@ and SLUICE_CONSUME_ATTEMPT (from 1).
 
 With --endpoint (or SLUICE_ENDPOINT) it runs through a daemon, with the same flags, output
 and exit codes: the daemon joins the group and writes the acknowledgements it is sent (within
---ack-interval and on exit); the token needs read. --committer and --metrics-listen need a
-store.
+--ack-interval and on exit); the token needs read. --committer, --committer-timeout and
+--metrics-listen need a store.
 
 With --metrics-listen ADDR it serves Prometheus metrics on http://ADDR/metrics while it
 runs: sluice_consumer_group_lag_records and sluice_consumer_group_lag_seconds (labels
