@@ -560,7 +560,7 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	seed := testseed.Get(t)
 	cycles := cyclesFor(t)
 	// With pauses the run goes on past its cycles until the committer was stopped past its
-	// lease, and killed, this many times.
+	// lease (and the producers committed meanwhile), and killed, this many times.
 	minPauses, minComKills := 0, 0
 	if sc.pause {
 		minPauses, minComKills = 3, 2
@@ -591,7 +591,8 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	}
 	r.startConsumer()
 	consumerKills := 0
-	for c := 0; c < cycles || r.pauses < minPauses || r.comKills < minComKills; c++ {
+	// A pause stalled by the file store's lock proves nothing of the producers: not counted.
+	for c := 0; c < cycles || r.pauses-r.lockStalls < minPauses || r.comKills < minComKills; c++ {
 		if c > 100*cycles+1000 {
 			t.Fatalf("%d cycles and still %d pauses, %d committer kills", c, r.pauses, r.comKills)
 		}
@@ -682,9 +683,7 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 		if sc.pause {
 			t.Logf("the committer was stopped past its lease %d times (and killed while stopped %d times); %d records were committed while it was stopped; %d pauses stalled on a file store lock it held",
 				r.pauses, r.pauseKills, r.pausedRecords, r.lockStalls)
-			if r.lockStalls > r.pauses/2 {
-				t.Errorf("%d of %d pauses stalled on a file store lock: the pauses proved little", r.lockStalls, r.pauses)
-			}
+
 		}
 	}
 	r.consumer.kill()

@@ -27,5 +27,6 @@
 // (skipped when unset, failed when unset and CI=true). The seed comes from SLUICE_SEED or
 // the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the number of kill cycles per
 // backend (default 60, 15 with -short). The pause test goes on past its cycles until the
-// committer was stopped past its lease 8 times and killed 4 times (3 and 2 with -short).
+// committer was stopped past its lease 8 times and killed 4 times (3 and 2 with -short);
+// a pause the file store's lock stalled is not counted.
 package crashtest
