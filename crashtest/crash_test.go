@@ -563,9 +563,13 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	// lease (and the producers committed meanwhile), and killed, this many times.
 	minPauses, minComKills := 0, 0
 	if sc.pause {
+		// Each pause outlasts the lease by seconds, so the suite runs the short form on every
+		// store; SLUICE_CRASHTEST_CYCLES asks for a longer run (more pauses and kills too).
 		minPauses, minComKills = 3, 2
-		if !testing.Short() {
-			minPauses, minComKills = 8, 4
+		if os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
+			cycles = min(cycles, 15)
+		} else {
+			minPauses, minComKills = max(3, cycles/8), max(2, cycles/15)
 		}
 	}
 	t.Logf("seed %d, %d cycles (replay: %s=%d go test ./crashtest -run %s)", seed, cycles, testseed.Env, seed, t.Name())
