@@ -88,6 +88,10 @@ func (s *Store) putErr(key string, cond objectstore.PutCondition, body *sized.Re
 		return objectstore.NewOpError("put", key, objectstore.ErrPreconditionFailed, err)
 	case st == http.StatusNotFound && cond.IfMatch != "" && (apiCode(err) == "NoSuchKey" || apiCode(err) == "NotFound"):
 		return objectstore.NewOpError("put", key, objectstore.ErrPreconditionFailed, err)
+	case st == http.StatusServiceUnavailable && apiCode(err) == "SlowDown":
+		// S3 refuses a request for its rate before acting on it: nothing was stored, and
+		// the same put may succeed after a pause. Not a lost race, not an unknown outcome.
+		return objectstore.NewOpError("put", key, objectstore.ErrThrottled, err)
 	case st >= 500:
 		s.logger.Debug("objectstore: s3: put outcome unknown", "bucket", s.bucket, "key", key, "status", st, "err", err)
 		return objectstore.NewOpError("put", key, objectstore.ErrOutcomeUnknown, err)

@@ -78,7 +78,8 @@ func TestS3ErrorMapping(t *testing.T) {
 		{"404 NoSuchBucket unconditional", s3Error(404, "NoSuchBucket"), objectstore.Unconditional(), objectstore.ErrNoBucket, 1},
 		{"403", s3Error(403, "AccessDenied"), objectstore.IfAbsent(), objectstore.ErrAccessDenied, 1},
 		{"500 is not retried and is unknown", s3Error(500, "InternalError"), objectstore.IfMatch(`"v"`), objectstore.ErrOutcomeUnknown, 1},
-		{"503 is not retried and is unknown", s3Error(503, "SlowDown"), objectstore.Unconditional(), objectstore.ErrOutcomeUnknown, 1},
+		{"503 SlowDown is not retried and is throttling", s3Error(503, "SlowDown"), objectstore.IfMatch(`"v"`), objectstore.ErrThrottled, 1},
+		{"503 of another kind is not retried and is unknown", s3Error(503, "ServiceUnavailable"), objectstore.Unconditional(), objectstore.ErrOutcomeUnknown, 1},
 		{"connection dropped after the body", func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -94,7 +95,7 @@ func TestS3ErrorMapping(t *testing.T) {
 			if err == nil {
 				t.Fatal("put succeeded")
 			}
-			for _, sentinel := range []error{objectstore.ErrPreconditionFailed, objectstore.ErrOutcomeUnknown, objectstore.ErrNotFound, objectstore.ErrAccessDenied, objectstore.ErrNoBucket} {
+			for _, sentinel := range []error{objectstore.ErrPreconditionFailed, objectstore.ErrOutcomeUnknown, objectstore.ErrNotFound, objectstore.ErrAccessDenied, objectstore.ErrNoBucket, objectstore.ErrThrottled} {
 				if errors.Is(err, sentinel) != (sentinel == c.want) {
 					t.Fatalf("put: %v; errors.Is(%v) = %v", err, sentinel, errors.Is(err, sentinel))
 				}
