@@ -17,9 +17,10 @@ import (
 // envPrefix is the prefix of the environment variables that set flags.
 const envPrefix = "SLUICE_"
 
-// envName is the environment variable for a flag.
+// envName is the environment variable for a flag: "-" and "." become "_", so that a shell
+// can set it (--objstore.config-file is SLUICE_OBJSTORE_CONFIG_FILE).
 func envName(flag string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+	return envPrefix + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(flag))
 }
 
 // applyConfig fills every flag of cmd that was not given on the command line (and is not

@@ -41,6 +41,10 @@ func TestObjstoreConfigFlags(t *testing.T) {
 	if out := sluiceOK(t, dir, "", nil, "tail", "--config", conf, "s"); !strings.Contains(out, `"seq_num":2`) {
 		t.Fatalf("tail through --config's objstore.config-file: %s", out)
 	}
+	// And from the environment, under a name a shell can set.
+	if out := sluiceOK(t, dir, "", []string{"SLUICE_OBJSTORE_CONFIG_FILE=" + cfgFile}, "tail", "s"); !strings.Contains(out, `"seq_num":2`) {
+		t.Fatalf("tail through SLUICE_OBJSTORE_CONFIG_FILE: %s", out)
+	}
 	cos := filepath.Join(dir, "cos.yml")
 	if err := os.WriteFile(cos, []byte("type: COS\nconfig:\n  bucket: b\n"), 0o600); err != nil {
 		t.Fatal(err)
