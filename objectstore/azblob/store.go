@@ -128,16 +128,7 @@ func (s *Store) EnsureContainer(ctx context.Context) error {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return objectstore.NewOpError(op, key, objectstore.ErrClosed, nil)
-	}
-	if err := ValidateKey(key); err != nil {
-		return objectstore.NewOpError(op, key, objectstore.ErrInvalidKey, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objectstore.NewOpError(op, key, nil, err)
-	}
-	return nil
+	return objectstore.CheckOp(ctx, s.closed.Load(), op, key, ValidateKey)
 }
 
 // ValidateKey is objectstore.ValidateKey, and refuses a backslash too: Azure replaces it

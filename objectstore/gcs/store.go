@@ -122,16 +122,7 @@ func (s *Store) EnsureBucket(ctx context.Context, project string) error {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return objectstore.NewOpError(op, key, objectstore.ErrClosed, nil)
-	}
-	if err := objectstore.ValidateKey(key); err != nil {
-		return objectstore.NewOpError(op, key, objectstore.ErrInvalidKey, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objectstore.NewOpError(op, key, nil, err)
-	}
-	return nil
+	return objectstore.CheckOp(ctx, s.closed.Load(), op, key, nil)
 }
 
 // version formats a generation as a version; generation parses one, 0 if it names none.

@@ -72,16 +72,7 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return objectstore.NewOpError(op, key, objectstore.ErrClosed, nil)
-	}
-	if err := objectstore.ValidateKey(key); err != nil {
-		return objectstore.NewOpError(op, key, objectstore.ErrInvalidKey, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objectstore.NewOpError(op, key, nil, err)
-	}
-	return nil
+	return objectstore.CheckOp(ctx, s.closed.Load(), op, key, nil)
 }
 
 // Get implements Store.
