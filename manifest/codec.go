@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"math"
 	"slices"
+
+	"github.com/sluice-dev/sluice/journal"
 )
 
 // Format constants (see the package doc for the layout).
@@ -16,8 +19,14 @@ const (
 	// (ErrUnsupportedVersion) rather than misread it.
 	FormatVersion          = 1
 	FormatVersionCommitter = 2
-	headerLen              = 5 // magic + version
-	trailerLen             = 4 // CRC32C
+	// FormatVersionJournal is the version of a manifest with a journal pointer or a ranged
+	// entry: the version 2 body (the role may be empty), then the pointer, and every entry
+	// carries its offset and length. A segment holding a ranged entry is version
+	// SegmentVersionRanged, whose entries carry them too.
+	FormatVersionJournal = 3
+	SegmentVersionRanged = 2
+	headerLen            = 5 // magic + version
+	trailerLen           = 4 // CRC32C
 )
 
 // crcTable is the CRC-32C (Castagnoli) table of the trailers.
@@ -66,9 +75,13 @@ func frame(magic [4]byte, version byte, body func(*encoder)) []byte {
 // states encode to equal bytes.
 func (s *State) Encode() []byte {
 	version := byte(FormatVersion)
-	if s.Committer.ID != "" {
+	switch {
+	case s.Journal != nil || anyRanged(s.Entries):
+		version = FormatVersionJournal
+	case s.Committer.ID != "":
 		version = FormatVersionCommitter
 	}
+	ranged := version == FormatVersionJournal
 	return frame(manifestMagic, version, func(e *encoder) {
 		e.raw(s.Generation[:])
 		e.uv(s.WriteCounter)
@@ -103,13 +116,29 @@ func (s *State) Encode() []byte {
 			e.uv(p.LastSeenMs)
 		}
 		encodeRefs(e, s.Segments)
-		encodeEntries(e, s.Entries)
-		if version == FormatVersionCommitter {
+		encodeEntries(e, s.Entries, ranged)
+		if version >= FormatVersionCommitter {
 			e.str(s.Committer.ID)
 			e.str(s.Committer.URL)
 			e.uv(s.Committer.UntilMs)
 		}
+		if version == FormatVersionJournal {
+			e.boolean(s.Journal != nil)
+			if s.Journal != nil {
+				e.uv(uint64(s.Journal.ID))
+				e.uv(s.Journal.From)
+			}
+		}
 	})
+}
+
+func anyRanged(entries []Entry) bool {
+	for i := range entries {
+		if entries[i].Ranged() {
+			return true
+		}
+	}
+	return false
 }
 
 func encodeRefs(e *encoder, refs []SegmentRef) {
@@ -129,41 +158,56 @@ func encodeRefs(e *encoder, refs []SegmentRef) {
 	}
 }
 
-func encodeEntries(e *encoder, entries []Entry) {
+// encodeEntries writes entries; ranged formats (manifest v3, segment v2) add each entry's
+// offset and length.
+func encodeEntries(e *encoder, entries []Entry, ranged bool) {
 	e.uv(uint64(len(entries)))
 	for i := range entries {
-		en := &entries[i]
-		e.str(en.Key)
-		e.uv(en.FirstSeq)
-		e.uv(en.Records)
-		e.uv(en.MeteredBytes)
-		e.uv(en.ObjectBytes)
-		e.uv(en.MinTS)
-		e.uv(en.MaxTS)
-		e.uv(en.Floor)
-		e.uv(en.Arrival)
-		e.byte1(byte(en.TSMode))
-		e.boolean(en.Uncapped)
-		e.str(en.ProducerID)
-		e.uv(en.BatchNum)
-		e.uv(uint64(en.Appends))
-		e.uv(uint64(len(en.Rejected)))
-		for _, r := range en.Rejected {
-			e.uv(uint64(r.Append))
-			e.byte1(byte(r.Reason))
-			e.uv(r.Expected)
-			e.str(r.Actual)
-		}
+		e.str(entries[i].Key)
+		encodeEntryBody(e, &entries[i], ranged)
 	}
 }
 
-// EncodeSegment returns the segment object bytes.
+// encodeEntryBody writes an entry's fields after its key.
+func encodeEntryBody(e *encoder, en *Entry, ranged bool) {
+	e.uv(en.FirstSeq)
+	e.uv(en.Records)
+	e.uv(en.MeteredBytes)
+	e.uv(en.ObjectBytes)
+	e.uv(en.MinTS)
+	e.uv(en.MaxTS)
+	e.uv(en.Floor)
+	e.uv(en.Arrival)
+	e.byte1(byte(en.TSMode))
+	e.boolean(en.Uncapped)
+	e.str(en.ProducerID)
+	e.uv(en.BatchNum)
+	e.uv(uint64(en.Appends))
+	e.uv(uint64(len(en.Rejected)))
+	for _, r := range en.Rejected {
+		e.uv(uint64(r.Append))
+		e.byte1(byte(r.Reason))
+		e.uv(r.Expected)
+		e.str(r.Actual)
+	}
+	if ranged {
+		e.uv(en.Offset)
+		e.uv(en.Length)
+	}
+}
+
+// Encode returns the segment object bytes: version 1, or SegmentVersionRanged for a level-0
+// segment holding a ranged entry.
 func (g *Segment) Encode() []byte {
-	return frame(segmentMagic, FormatVersion, func(e *encoder) {
+	version := byte(FormatVersion)
+	if g.Level == 0 && anyRanged(g.Entries) {
+		version = SegmentVersionRanged
+	}
+	return frame(segmentMagic, version, func(e *encoder) {
 		e.byte1(g.Level)
 		e.raw(g.Generation[:])
 		if g.Level == 0 {
-			encodeEntries(e, g.Entries)
+			encodeEntries(e, g.Entries, version == SegmentVersionRanged)
 		} else {
 			encodeRefs(e, g.Refs)
 		}
@@ -285,14 +329,14 @@ type versionError struct {
 }
 
 func (e *versionError) Error() string {
-	return fmt.Sprintf("manifest: object %q: unsupported format version %d (this build reads %d and %d)", e.key, e.version, FormatVersion, FormatVersionCommitter)
+	return fmt.Sprintf("manifest: object %q: unsupported format version %d (this build reads manifests %d to %d, segments %d and %d)", e.key, e.version, FormatVersion, FormatVersionJournal, FormatVersion, SegmentVersionRanged)
 }
 func (e *versionError) Unwrap() error { return ErrUnsupportedVersion }
 
 // Decode parses a manifest object. key is used in error messages only. Every malformed input
 // yields an error matching ErrCorrupt (or ErrUnsupportedVersion); Decode never panics.
 func Decode(key string, data []byte) (*State, error) {
-	d, version, err := unframe(key, manifestMagic, data, FormatVersion, FormatVersionCommitter)
+	d, version, err := unframe(key, manifestMagic, data, FormatVersion, FormatVersionCommitter, FormatVersionJournal)
 	if err != nil {
 		return nil, err
 	}
@@ -338,11 +382,19 @@ func Decode(key string, data []byte) (*State, error) {
 		s.Producers[id] = p
 	}
 	s.Segments = decodeRefs(d)
-	s.Entries = decodeEntries(d)
-	if version == FormatVersionCommitter {
+	s.Entries = decodeEntries(d, version == FormatVersionJournal)
+	if version >= FormatVersionCommitter {
 		s.Committer = CommitterRole{ID: d.str("committer id"), URL: d.str("committer url"), UntilMs: d.uv("committer until")}
-		if d.err == nil && s.Committer.ID == "" {
+		if d.err == nil && s.Committer.ID == "" && (version == FormatVersionCommitter || s.Committer != CommitterRole{}) {
 			d.fail("committer role without an id")
+		}
+	}
+	if version == FormatVersionJournal {
+		if d.boolean("journal pointer") {
+			s.Journal = &JournalPointer{ID: journal.ID(d.uv("journal id")), From: d.uv("journal from")}
+		}
+		if d.err == nil && s.Journal == nil && !anyRanged(s.Entries) {
+			d.fail("version %d without a journal pointer or a ranged entry", version)
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -379,62 +431,73 @@ func decodeRefs(d *decoder) []SegmentRef {
 	return refs
 }
 
-func decodeEntries(d *decoder) []Entry {
+func decodeEntries(d *decoder, ranged bool) []Entry {
 	n := d.count("entries", 17)
 	if n == 0 {
 		return nil
 	}
 	entries := make([]Entry, n)
 	for i := range entries {
-		en := &entries[i]
-		en.Key = d.str("entry key")
-		en.FirstSeq = d.uv("entry first seq")
-		en.Records = d.uv("entry records")
-		en.MeteredBytes = d.uv("entry metered bytes")
-		en.ObjectBytes = d.uv("entry object bytes")
-		en.MinTS = d.uv("entry min ts")
-		en.MaxTS = d.uv("entry max ts")
-		en.Floor = d.uv("entry floor")
-		en.Arrival = d.uv("entry arrival")
-		en.TSMode = TimestampingMode(d.byte1("entry timestamping mode"))
-		en.Uncapped = d.boolean("entry uncapped")
-		en.ProducerID = d.str("entry producer id")
-		en.BatchNum = d.uv("entry batch number")
-		appends := d.uv("entry appends")
-		if appends > 1<<32-1 {
-			d.fail("entry appends %d out of range", appends)
-		}
-		en.Appends = uint32(appends)
-		if nr := d.count("rejections", 4); nr > 0 {
-			en.Rejected = make([]Rejection, nr)
-			for j := range en.Rejected {
-				r := &en.Rejected[j]
-				idx := d.uv("rejection append")
-				if idx >= appends && d.err == nil {
-					d.fail("rejection of append %d in an object of %d appends", idx, appends)
-				}
-				r.Append = uint32(idx)
-				r.Reason = RejectReason(d.byte1("rejection reason"))
-				r.Expected = d.uv("rejection expected")
-				r.Actual = d.str("rejection actual")
-			}
-		}
+		entries[i].Key = d.str("entry key")
+		decodeEntryBody(d, &entries[i], ranged)
 	}
 	return entries
 }
 
+// decodeEntryBody reads an entry's fields after its key (see encodeEntryBody).
+func decodeEntryBody(d *decoder, en *Entry, ranged bool) {
+	en.FirstSeq = d.uv("entry first seq")
+	en.Records = d.uv("entry records")
+	en.MeteredBytes = d.uv("entry metered bytes")
+	en.ObjectBytes = d.uv("entry object bytes")
+	en.MinTS = d.uv("entry min ts")
+	en.MaxTS = d.uv("entry max ts")
+	en.Floor = d.uv("entry floor")
+	en.Arrival = d.uv("entry arrival")
+	en.TSMode = TimestampingMode(d.byte1("entry timestamping mode"))
+	en.Uncapped = d.boolean("entry uncapped")
+	en.ProducerID = d.str("entry producer id")
+	en.BatchNum = d.uv("entry batch number")
+	appends := d.uv("entry appends")
+	if appends > 1<<32-1 {
+		d.fail("entry appends %d out of range", appends)
+	}
+	en.Appends = uint32(appends)
+	if nr := d.count("rejections", 4); nr > 0 {
+		en.Rejected = make([]Rejection, nr)
+		for j := range en.Rejected {
+			r := &en.Rejected[j]
+			idx := d.uv("rejection append")
+			if idx >= appends && d.err == nil {
+				d.fail("rejection of append %d in an object of %d appends", idx, appends)
+			}
+			r.Append = uint32(idx)
+			r.Reason = RejectReason(d.byte1("rejection reason"))
+			r.Expected = d.uv("rejection expected")
+			r.Actual = d.str("rejection actual")
+		}
+	}
+	if ranged {
+		en.Offset = d.uv("entry offset")
+		en.Length = d.uv("entry length")
+	}
+}
+
 // DecodeSegment parses a segment object; errors as for Decode.
 func DecodeSegment(key string, data []byte) (*Segment, error) {
-	d, _, err := unframe(key, segmentMagic, data, FormatVersion)
+	d, version, err := unframe(key, segmentMagic, data, FormatVersion, SegmentVersionRanged)
 	if err != nil {
 		return nil, err
 	}
 	g := &Segment{Level: d.byte1("level")}
 	copy(g.Generation[:], d.bytes(16, "generation"))
 	if g.Level == 0 {
-		g.Entries = decodeEntries(d)
+		g.Entries = decodeEntries(d, version == SegmentVersionRanged)
 	} else {
 		g.Refs = decodeRefs(d)
+	}
+	if d.err == nil && version == SegmentVersionRanged && !anyRanged(g.Entries) {
+		d.fail("segment version %d without a ranged entry", version)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d trailing bytes", len(d.b))
@@ -503,7 +566,25 @@ func checkChain(key string, refs []SegmentRef, entries []Entry, refLevel int) er
 		if en.MinTS > en.MaxTS || en.Floor > en.MinTS {
 			return corrupt(key, "entry %d: timestamps out of order", i)
 		}
+		if err := en.checkRange(key, i); err != nil {
+			return err
+		}
 		next, have = en.EndSeq(), true
+	}
+	return nil
+}
+
+// checkRange checks a ranged entry's byte range: it lies within what a uint64 offset can
+// name, and covers the whole batch object (ObjectBytes == Length). An unranged entry has
+// no offset.
+func (en *Entry) checkRange(key string, i int) error {
+	switch {
+	case en.Length == 0 && en.Offset != 0:
+		return corrupt(key, "entry %d: offset %d without a length", i, en.Offset)
+	case en.Length > 0 && en.ObjectBytes != en.Length:
+		return corrupt(key, "entry %d: %d object bytes in a range of %d", i, en.ObjectBytes, en.Length)
+	case en.Length > math.MaxUint64-en.Offset:
+		return corrupt(key, "entry %d: range at %d of %d bytes overflows", i, en.Offset, en.Length)
 	}
 	return nil
 }

@@ -89,7 +89,14 @@ func (b *Batch) Validate() error {
 // be rebuilt) and in the producer table. A batch the table shows as committed already is a
 // duplicate and leaves s unchanged. Apply also prunes the producer table (PruneProducers) at
 // the batch's arrival time.
+//
+// While s names a journal (s.Journal) that s is not marked as the writer of (OwnJournal),
+// Apply changes nothing and returns an error matching ErrJournalOpen: the journal may hold
+// commits past s.Tail.
 func (s *State) Apply(b *Batch) (*BatchResult, error) {
+	if err := s.journalOpen(); err != nil {
+		return nil, err
+	}
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}

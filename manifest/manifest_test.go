@@ -261,8 +261,13 @@ func FuzzDecode(f *testing.F) {
 		f.Add(st.Encode())
 		st.TakeRole("c1", "http://127.0.0.1:7070", time.UnixMilli(5), time.Second)
 		f.Add(st.Encode())
+		st.Journal = &JournalPointer{ID: 9, From: 2}
+		st.Entries[0].Offset, st.Entries[0].Length = 64, st.Entries[0].ObjectBytes
+		f.Add(st.Encode())
 	}
 	seg := &Segment{Level: 0, Entries: []Entry{{Key: "k", Records: 2, Appends: 1}}}
+	f.Add(seg.Encode())
+	seg.Entries[0].ObjectBytes, seg.Entries[0].Length = 9, 9
 	f.Add(seg.Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := Decode("fuzz", data)

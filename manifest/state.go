@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/sluice-dev/sluice/journal"
 )
 
 // Position is a record's place in a stream: its seq_num and its timestamp (milliseconds since
@@ -199,7 +201,13 @@ type Entry struct {
 	BatchNum     uint64
 	Appends      uint32 // number of appends in the object
 	Rejected     []Rejection
+	// Offset, Length: when Length > 0 the entry is ranged, its batch object is bytes
+	// [Offset, Offset+Length) of Key (a journal window), and ObjectBytes == Length.
+	Offset, Length uint64
 }
+
+// Ranged reports whether the entry's batch object is a byte range of Key rather than all of it.
+func (e *Entry) Ranged() bool { return e.Length > 0 }
 
 // EndSeq is the exclusive end of the entry's seq_num range.
 func (e *Entry) EndSeq() uint64 { return e.FirstSeq + e.Records }
@@ -280,6 +288,13 @@ type State struct {
 	Segments     []SegmentRef  // oldest first; all before Entries
 	Entries      []Entry       // recent entries, oldest first
 	Committer    CommitterRole // the stream's committer, if any
+	// Journal, if set, names the journal windows that may hold commits the manifest does not
+	// show (see FoldJournal). Apply refuses to append while it is set, unless the state is
+	// marked as that journal's writer (OwnJournal).
+	Journal *JournalPointer
+
+	ownJournal    journal.ID // set by OwnJournal; kept by Clone, zero after Decode
+	ownJournalSet bool
 }
 
 // maxRecentWrites bounds State.RecentWrites.
@@ -316,6 +331,10 @@ func (s *State) Clone() *State {
 	c.Producers = maps.Clone(s.Producers)
 	if c.Producers == nil {
 		c.Producers = map[string]ProducerState{}
+	}
+	if s.Journal != nil {
+		p := *s.Journal
+		c.Journal = &p
 	}
 	c.Segments = slices.Clone(s.Segments)
 	c.Entries = make([]Entry, len(s.Entries))
