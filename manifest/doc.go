@@ -20,7 +20,22 @@
 //     last seen}, bounded to MaxProducers (1024, least recently seen evicted first) and, once
 //     half full, expiring rows silent for ProducerExpiry (24 h, longer than any commit
 //     deadline; judged against the median row so one fast clock cannot expire the rest);
-//   - the recent entries, one per committed batch object, and references to sealed segments.
+//   - the recent entries, one per committed batch object, and references to sealed segments;
+//   - the committer role, and a journal pointer when a committer's journal may hold commits
+//     the manifest does not show yet.
+//
+// # Journals
+//
+// A committer (docs/journal.md) commits many streams' windows into one journal object, and
+// only later folds them into each manifest. State.Journal then points at the windows that may
+// hold a stream's newer commits; an entry may be ranged (Entry.Ranged): a byte range of a
+// window rather than a whole batch object. A window's section for a stream starts with a
+// Delta (EncodeDelta, DecodeDelta): the stream's journal fields the window changed (entries,
+// tail, fencing token, trim point, producer rows), never groups, config or retention, which
+// their writers keep changing in the manifest directly. FoldJournal applies the windows
+// (ApplyDelta) up to the first gap or fence; LoadView reads a stream as every committed
+// record shows it. Apply refuses (ErrJournalOpen) on a state naming a journal it does not own
+// (OwnJournal): a writer that would append seals the journal first (Handle.SealJournal).
 //
 // # Entries, seq_nums and timestamps
 //
@@ -74,9 +89,13 @@
 //	| 4 B   | 1 B     | varint-encoded fields          | 4 B big-endian    |
 //	+-------+---------+--------------------------------+-------------------+
 //	magic: "SLMF" manifest, "SLSG" segment; the CRC covers magic, version and body.
-//	version: 1 for segments and for a manifest without a committer role; 2 for a manifest
-//	with one (FormatVersionCommitter), whose body ends with the role. A build that reads
-//	only version 1 refuses version 2 rather than misread it.
+//	version (manifest): 1 without a committer role; 2 with one (FormatVersionCommitter),
+//	whose body ends with the role; 3 with a journal pointer or a ranged entry
+//	(FormatVersionJournal): the role (possibly empty), then the pointer, and every entry
+//	ends with its offset and length. version (segment): 1, or 2 (SegmentVersionRanged) for a
+//	level-0 segment holding a ranged entry, whose entries end with offset and length. A
+//	manifest or segment without those is written in the older version, byte for byte as
+//	before; a build that reads only older versions refuses a newer one rather than misread it.
 //
 //	manifest body:
 //	  generation[16] write_counter n_nonces nonce[8]*n created_ms
@@ -87,14 +106,23 @@
 //	  n_refs     { key level(1) first_seq end_seq min_ts max_ts entries metered object max_arrival }*
 //	  n_entries  { key first_seq records metered object min_ts max_ts floor arrival
 //	               ts_mode(1) uncapped(1) producer_id batch_num n_appends
-//	               n_rejected { append reason(1) expected actual }* }*
-//	  (version 2 only) committer_id committer_url committer_until_ms
+//	               n_rejected { append reason(1) expected actual }*
+//	               (manifest version 3, segment version 2) offset length }*
+//	  (version 2 and 3) committer_id committer_url committer_until_ms
+//	  (version 3) has_journal(1) [journal_id from]
 //	segment body:
 //	  level(1) generation[16] (level 0: n_entries {entry}* | level > 0: n_refs {ref}*)
 //
+//	journal delta (EncodeDelta; the start of a stream's section in a journal window):
+//	  version(1)=1 n_entries { in_window(1) [key unless in_window] entry fields after the key,
+//	                           with offset length (relative to the delta's end if in_window) }*
+//	  tail_seq tail_ts fencing_token trim_point n_producers { id last_batch last_seen_ms }*
+//
 // Decoding checks every length against the bytes left, the checksum, that nothing trails, and
-// the invariants (contiguous entries, ordered timestamps, ref levels). Any failure is a
-// *CorruptError (errors.Is ErrCorrupt); a newer version byte is ErrUnsupportedVersion.
+// the invariants (contiguous entries, ordered timestamps, ref levels; a version 3 manifest or
+// version 2 segment has what its version is for; a ranged entry's length is its ObjectBytes
+// and its range does not overflow). Any failure is a *CorruptError (errors.Is ErrCorrupt); a
+// newer version byte is ErrUnsupportedVersion.
 //
 // # Reading and writing
 //
