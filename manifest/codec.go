@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
-	"math"
 	"slices"
 
 	"github.com/sluice-dev/sluice/journal"
@@ -130,15 +129,6 @@ func (s *State) Encode() []byte {
 			}
 		}
 	})
-}
-
-func anyRanged(entries []Entry) bool {
-	for i := range entries {
-		if entries[i].Ranged() {
-			return true
-		}
-	}
-	return false
 }
 
 func encodeRefs(e *encoder, refs []SegmentRef) {
@@ -570,21 +560,6 @@ func checkChain(key string, refs []SegmentRef, entries []Entry, refLevel int) er
 			return err
 		}
 		next, have = en.EndSeq(), true
-	}
-	return nil
-}
-
-// checkRange checks a ranged entry's byte range: it lies within what a uint64 offset can
-// name, and covers the whole batch object (ObjectBytes == Length). An unranged entry has
-// no offset.
-func (en *Entry) checkRange(key string, i int) error {
-	switch {
-	case en.Length == 0 && en.Offset != 0:
-		return corrupt(key, "entry %d: offset %d without a length", i, en.Offset)
-	case en.Length > 0 && en.ObjectBytes != en.Length:
-		return corrupt(key, "entry %d: %d object bytes in a range of %d", i, en.ObjectBytes, en.Length)
-	case en.Length > math.MaxUint64-en.Offset:
-		return corrupt(key, "entry %d: range at %d of %d bytes overflows", i, en.Offset, en.Length)
 	}
 	return nil
 }

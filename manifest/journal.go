@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/sluice-dev/sluice/journal"
 )
@@ -31,4 +32,30 @@ func (s *State) journalOpen() error {
 		return nil
 	}
 	return fmt.Errorf("%w (journal %s from %d)", ErrJournalOpen, s.Journal.ID, s.Journal.From)
+}
+
+// anyRanged reports whether an entry is ranged: a manifest or segment holding one is
+// written in the ranged format.
+func anyRanged(entries []Entry) bool {
+	for i := range entries {
+		if entries[i].Ranged() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRange checks a ranged entry's byte range: it lies within what a uint64 offset can
+// name, and covers the whole batch object (ObjectBytes == Length). An unranged entry has
+// no offset.
+func (en *Entry) checkRange(key string, i int) error {
+	switch {
+	case en.Length == 0 && en.Offset != 0:
+		return corrupt(key, "entry %d: offset %d without a length", i, en.Offset)
+	case en.Length > 0 && en.ObjectBytes != en.Length:
+		return corrupt(key, "entry %d: %d object bytes in a range of %d", i, en.ObjectBytes, en.Length)
+	case en.Length > math.MaxUint64-en.Offset:
+		return corrupt(key, "entry %d: range at %d of %d bytes overflows", i, en.Offset, en.Length)
+	}
+	return nil
 }
