@@ -1,9 +1,12 @@
 package manifest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/sluice-dev/sluice/journal"
@@ -22,6 +25,7 @@ func FoldJournal(ctx context.Context, store objectstore.Store, manifestKey strin
 	if st.Journal == nil {
 		return 0, false, nil
 	}
+	store = retryingReads{store, DefaultBackoff()}
 	end, fenced, err = journal.Walk(ctx, store, st.Journal.ID, st.Journal.From, func(h journal.Header, rows []journal.IndexRow) error {
 		return foldWindow(ctx, store, manifestKey, st, h, rows)
 	})
@@ -98,8 +102,9 @@ func (m *Handle) SealJournal(ctx context.Context) (*Snapshot, error) {
 			id, first = st.Journal.ID, false
 		}
 		fencer.WrittenAtMs = uint64(max(time.Now().UnixMilli(), 0))
-		end, err := journal.Fence(ctx, m.store, id, st.Journal.From, fencer, func(h journal.Header, rows []journal.IndexRow) error {
-			return foldWindow(ctx, m.store, m.path, st, h, rows)
+		store := retryingReads{m.store, m.backoff}
+		end, err := journal.Fence(ctx, store, id, st.Journal.From, fencer, func(h journal.Header, rows []journal.IndexRow) error {
+			return foldWindow(ctx, store, m.path, st, h, rows)
 		})
 		if err != nil {
 			return fmt.Errorf("manifest: seal journal %s of %s at %d: %w", id, m.path, end, err)
@@ -107,4 +112,38 @@ func (m *Handle) SealJournal(ctx context.Context) (*Snapshot, error) {
 		st.Journal = nil
 		return nil
 	})
+}
+
+// foldReadAttempts bounds the tries of one read of a journal object during a fold.
+const foldReadAttempts = 5
+
+// retryingReads is the store a fold reads windows through. A fold is many reads of
+// immutable objects, and one failed read would throw the whole walk away: a read that fails
+// plainly (not a missing object, nor a refusal of the store), or whose body fails, is tried
+// again with backoff, up to foldReadAttempts times. Bodies are read whole before Get returns
+// (window indexes and sections are small).
+type retryingReads struct {
+	objectstore.Store
+	backoff Backoff
+}
+
+func (r retryingReads) Get(ctx context.Context, key string, opts objectstore.GetOptions) (*objectstore.Object, error) {
+	for attempt := 1; ; attempt++ {
+		obj, err := r.Store.Get(ctx, key, opts)
+		if err == nil {
+			var data []byte
+			data, err = io.ReadAll(obj.Body)
+			obj.Body.Close()
+			if err == nil {
+				obj.Body = io.NopCloser(bytes.NewReader(data))
+				return obj, nil
+			}
+		}
+		if errors.Is(err, objectstore.ErrNotFound) || objectstore.Refused(err) || attempt >= foldReadAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		if r.backoff.Sleep(ctx, attempt-1) != nil {
+			return nil, err
+		}
+	}
 }

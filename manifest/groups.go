@@ -48,12 +48,14 @@ func (s *State) CheckEpoch(name string, epoch uint64) error {
 
 // SetCheckpoint moves the group's checkpoint forward to seq (every record below seq is
 // acknowledged) if epoch is current. A checkpoint never moves backwards (an older seq is a
-// no-op, reported by changed=false), and never past the tail.
+// no-op, reported by changed=false), and never past the tail, unless the manifest names a
+// journal: the records a member read and acknowledged may then be in the journal's windows,
+// past the tail the manifest shows.
 func (s *State) SetCheckpoint(name string, epoch, seq uint64) (changed bool, err error) {
 	if err := s.CheckEpoch(name, epoch); err != nil {
 		return false, err
 	}
-	if seq > s.Tail.SeqNum {
+	if seq > s.Tail.SeqNum && s.Journal == nil {
 		return false, fmt.Errorf("manifest: checkpoint %d of group %q is past the tail %d", seq, name, s.Tail.SeqNum)
 	}
 	g := s.Groups[name]
