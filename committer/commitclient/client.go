@@ -3,6 +3,7 @@ package commitclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -91,10 +92,36 @@ func (c *Client) Commit(ctx context.Context, req *wire.Request) (*wire.Response,
 func (c *Client) send(ctx context.Context, url string, req *wire.Request) (*wire.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	if l := c.cfg.Local; l != nil && sameURL(url, l.URL()) {
-		return l.Commit(ctx, req), nil
+	local := c.cfg.Local != nil && sameURL(url, c.cfg.Local.URL())
+	if carries(req) && !(local && journalLocal(c.cfg.Local)) {
+		return nil, fmt.Errorf("%w (%w): %s", ErrCarried, ErrUnreachable, url)
+	}
+	if local {
+		return c.cfg.Local.Commit(ctx, req), nil
 	}
 	return c.cfg.Transport.Commit(ctx, url, req)
+}
+
+// CanCarry reports whether the next request goes to a journal committer in this process,
+// so that its batches may carry their bytes (wire.Batch.Data) instead of being uploaded.
+func (c *Client) CanCarry() bool {
+	l := c.cfg.Local
+	return l != nil && journalLocal(l) && sameURL(c.URL(), l.URL())
+}
+
+// journalLocal reports whether l commits through a journal (committer.Committer.Journal).
+func journalLocal(l Local) bool {
+	j, ok := l.(interface{ Journal() bool })
+	return ok && j.Journal()
+}
+
+func carries(req *wire.Request) bool {
+	for i := range req.Batches {
+		if req.Batches[i].Carried() {
+			return true
+		}
+	}
+	return false
 }
 
 // roleHeld is the holder a role_held answer names, or nil.

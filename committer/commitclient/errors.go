@@ -12,6 +12,10 @@ var (
 	// ErrDirect: no committer to ask now (none live or configured, or one failed less than
 	// DirectFor ago); nothing was sent, and the caller commits directly.
 	ErrDirect = errors.New("commitclient: no committer to ask; commit directly")
+	// ErrCarried: a request whose batches carry their bytes (wire.Batch.Data) was for a
+	// committer that cannot take them (one in another process, or one without a journal);
+	// nothing was sent. The writer uploads the batches and commits them another way.
+	ErrCarried = errors.New("commitclient: batches that carry their bytes go only to a journal committer in this process")
 )
 
 // Error is a request that a committer did not commit, or not surely.

@@ -53,7 +53,14 @@ type Batch struct {
 	BatchNum    uint64   `json:"batch_num"`
 	ArrivalMs   uint64   `json:"arrival_ms"`
 	Appends     []Append `json:"appends"`
+	// Data, with an empty Key, carries the batch object's bytes instead of an uploaded
+	// object: a producer hands them to a journal committer in its own process, which writes
+	// them into its journal (docs/journal.md). Never sent over HTTP.
+	Data []byte `json:"-"`
 }
+
+// Carried reports whether the batch carries its bytes (Data) rather than naming an object.
+func (b *Batch) Carried() bool { return b.Key == "" && b.Data != nil }
 
 // Append is one append of a batch: its conditions, its metered size, and per record the
 // timestamp and, for command records, the command and its argument.
@@ -135,6 +142,9 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("generation %q is not 32 hex digits", r.Generation)
 	}
 	for i := range r.Batches {
+		if r.Batches[i].Key == "" && r.Batches[i].Data == nil {
+			return fmt.Errorf("batch %d names no object and carries no bytes", r.Batches[i].BatchNum)
+		}
 		for j := range r.Batches[i].Appends {
 			a := &r.Batches[i].Appends[j]
 			if len(a.Records) == 0 || len(a.Records) > batchfmt.MaxAppendRecords {
