@@ -3,9 +3,11 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/journal"
 )
 
 // batchState is where a batch is in its life. Every change goes through batch.to, which
@@ -78,9 +80,24 @@ type batch struct {
 	// reuploads counts its uploads again for CommitDeadline.
 	reuploads int
 	// triedKeys are the keys it was named by in attempted manifest writes: an entry under
-	// its batch number with another key is not its own.
+	// its batch number with another key is not its own. A request that carried its bytes
+	// to a journal committer adds "" (the committer named it by a journal window).
 	triedKeys []string
 }
+
+// named reports whether an entry with key can be this batch's: one of the keys it was
+// written under, or a journal window if it was ever carried to a journal committer.
+func (b *batch) named(key string) bool {
+	if slices.Contains(b.triedKeys, key) {
+		return true
+	}
+	_, _, window := journal.ParseKey(key)
+	return window && slices.Contains(b.triedKeys, "")
+}
+
+// carried reports whether b has not been uploaded: its bytes go to a journal committer in
+// the process (commitclient.Client.CanCarry), or it is uploaded before any other commit.
+func (b *batch) carried() bool { return b.key == "" }
 
 // to moves b to next. A transition the table does not allow is a bug in this package.
 func (b *batch) to(next batchState) {

@@ -97,7 +97,7 @@ func (p *Producer) commitGroup(group []*batch) {
 				return
 			}
 		}
-		if !p.refreshStale(group) {
+		if !p.refreshStale(group) || !p.uploadCarried(group) {
 			return // stopping, or a batch of the group expired: nextGroup takes what is left
 		}
 		if p.c.client.URL() != "" {
@@ -111,6 +111,14 @@ func (p *Producer) commitGroup(group []*batch) {
 				return
 			}
 			p.c.stale = false
+		}
+		if p.c.snap.State.Journal != nil {
+			// A committer's journal holds commits of the stream: no direct write until it is
+			// sealed, and only a journal whose committer's role lapsed is sealed.
+			if !p.sealLapsedJournal() {
+				return
+			}
+			continue
 		}
 		if p.c.pace.Wait(p.ctx) != nil {
 			return
@@ -311,8 +319,8 @@ func (p *Producer) refreshStale(group []*batch) bool {
 	for stale := true; stale; {
 		stale = false
 		for _, b := range group {
-			if time.Since(b.uploadStart) <= p.cfg.CommitDeadline {
-				continue
+			if b.carried() || time.Since(b.uploadStart) <= p.cfg.CommitDeadline {
+				continue // carried bytes are no object the collector could delete
 			}
 			stale = true
 			old := b.key
@@ -330,4 +338,21 @@ func (p *Producer) refreshStale(group []*batch) bool {
 		}
 	}
 	return true
+}
+
+// sealLapsedJournal seals the journal the manifest names (manifest.Handle.SealJournal) if
+// its committer's role has lapsed, so that the next attempt can write directly; while the
+// role is live it only marks the manifest stale, and the next attempt asks the committer
+// again. It returns false when the producer stops.
+func (p *Producer) sealLapsedJournal() bool {
+	p.c.stale = true
+	st := p.c.snap.State
+	if st.Committer.Live(p.cfg.Now()) {
+		p.log.Info("the stream's committer holds its journal; asking it again", "committer", st.Committer.URL)
+		return p.ctx.Err() == nil
+	}
+	if _, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey(), manifest.WithBackoff(p.cfg.Backoff)).SealJournal(p.ctx); err != nil {
+		p.logRetry("sealing the lapsed committer's journal failed, retrying", err)
+	}
+	return p.ctx.Err() == nil
 }

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/committer/commitclient"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -153,6 +155,9 @@ func open(ctx context.Context, cfg Config) (*manifest.Snapshot, error) {
 	} else {
 		snap, err = manifest.Open(cfg.ObjectStore, cfg.Stream.ManifestKey(), manifest.WithBackoff(cfg.Backoff)).LoadWithRetry(octx)
 	}
+	if err == nil {
+		snap, err = foldJournal(octx, cfg.ObjectStore, cfg.Stream.ManifestKey(), snap, cfg.Backoff)
+	}
 	if err != nil && octx.Err() != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("producer: open stream: %w: not opened within %v: %w", ErrDeliveryTimeout, cfg.DeliveryTimeout, causeOf(err))
 	}
@@ -160,6 +165,30 @@ func open(ctx context.Context, cfg Config) (*manifest.Snapshot, error) {
 		return nil, fmt.Errorf("producer: open stream: %w", err)
 	}
 	return snap, nil
+}
+
+// foldJournal is snap with the commits of the journal its manifest names folded into its
+// state (manifest.FoldJournal), so that the producer table shows every batch committed
+// through a journal committer. Version stays the manifest's: a direct write first seals the
+// journal anyway (commitGroup).
+// Plain read failures are retried with backoff (up to 20 attempts, within ctx); corruption
+// and the store's refusals are not.
+func foldJournal(ctx context.Context, store objectstore.Store, key string, snap *manifest.Snapshot, backoff manifest.Backoff) (*manifest.Snapshot, error) {
+	if snap.State.Journal == nil {
+		return snap, nil
+	}
+	st := snap.State.Clone()
+	for attempt := 0; ; attempt++ {
+		// On a failure st holds the windows folded so far: the next attempt goes on from there.
+		_, _, err := manifest.FoldJournal(ctx, store, key, st)
+		if err == nil {
+			return &manifest.Snapshot{State: st, Version: snap.Version}, nil
+		}
+		if errors.Is(err, manifest.ErrCorrupt) || errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrUnsupportedVersion) ||
+			objectstore.Refused(err) || attempt >= 19 || backoff.Sleep(ctx, attempt) != nil {
+			return nil, err
+		}
+	}
 }
 
 // ID returns the producer id.

@@ -3,7 +3,6 @@ package producer
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/sluice-dev/sluice/manifest"
 )
@@ -39,6 +38,9 @@ func (p *Producer) reload() bool {
 	corrupt := 0
 	for attempt := 0; ; attempt++ {
 		snap, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey()).Load(p.ctx)
+		if err == nil {
+			snap, err = foldJournal(p.ctx, p.store, p.cfg.Stream.ManifestKey(), snap, p.cfg.Backoff)
+		}
 		if err == nil && snap.State.Generation != p.gen {
 			err = manifest.ErrGenerationChanged
 		}
@@ -113,7 +115,7 @@ func (p *Producer) findCommitted(group []*batch) (row manifest.ProducerState, ok
 		if ferr != nil {
 			return row, ok, ferr
 		}
-		if !found || !slices.Contains(b.triedKeys, e.Key) {
+		if !found || !b.named(e.Key) {
 			break
 		}
 		row, ok = manifest.ProducerState{LastBatch: b.num}, true
@@ -133,7 +135,7 @@ func (p *Producer) resolveFromEntry(b *batch, st *manifest.State) {
 		e, found, err = x.FindBatch(p.ctx, p.id, b.num)
 	}
 	var results []manifest.AppendResult
-	foreign := err == nil && found && !slices.Contains(b.triedKeys, e.Key)
+	foreign := err == nil && found && !b.named(e.Key)
 	if err == nil && found && !foreign {
 		results, err = manifest.Results(&e, b.appends)
 	}

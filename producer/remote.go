@@ -60,7 +60,11 @@ func (p *Producer) request(w *write) *wire.Request {
 				ids[j] = id
 			}
 		}
-		req.Batches = append(req.Batches, wire.NewBatch(mb, w.skip[i], ids))
+		wb := wire.NewBatch(mb, w.skip[i], ids)
+		if b.carried() {
+			wb.Data = b.data // for the journal committer in this process (commitclient refuses others)
+		}
+		req.Batches = append(req.Batches, wb)
 	}
 	return req
 }

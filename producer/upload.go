@@ -37,7 +37,14 @@ func (p *Producer) uploadLoop() {
 		if !p.encode(b) {
 			continue
 		}
-		err := p.upload(b)
+		var err error
+		if p.c.client.CanCarry() {
+			// A journal committer in this process takes the bytes with the commit: no upload
+			// (the commit loop uploads it if the route changes before then).
+			b.uploadStart = time.Now()
+		} else {
+			err = p.upload(b)
+		}
 		if errors.Is(err, errExpired) {
 			continue
 		} else if err != nil {
@@ -107,4 +114,21 @@ func (p *Producer) upload(b *batch) error {
 			return errExpired
 		}
 	}
+}
+
+// uploadCarried uploads the group's batches that were kept for a journal committer in the
+// process (batch.carried) when the next commit goes another way. It returns false when the
+// producer stops or a batch was resolved meanwhile.
+func (p *Producer) uploadCarried(group []*batch) bool {
+	if p.c.client.CanCarry() {
+		return true
+	}
+	for _, b := range group {
+		if b.carried() {
+			if err := p.upload(b); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
