@@ -178,15 +178,16 @@ func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep R
 	}
 	cutoff := storeNow.Add(-c.cfg.GracePeriod)
 
-	// 3. What the manifest references now, segments included.
-	snap, err := mf.Load(ctx)
+	// 3. What the manifest references now, segments included, and the windows of the
+	// journal it names (their entries name producers' batch objects too).
+	snap, view, err := mf.LoadView(ctx)
 	if err != nil {
 		if errors.Is(err, manifest.ErrNotExist) {
 			return rep, fmt.Errorf("%w: %s", ErrStreamNotFound, manifestPath)
 		}
 		return rep, fmt.Errorf("gc: load %s: %w", manifestPath, err)
 	}
-	refs, err := c.referenced(ctx, st, snap.State)
+	refs, err := c.referenced(ctx, st, view)
 	if err != nil {
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
 	}

@@ -24,7 +24,9 @@ func (c *Collector) deleteOnEmpty(ctx context.Context, s stream.Stream, st *stre
 	if secs := ms.Config.DeleteOnEmpty.MinAgeSecs; secs < uint64(math.MaxInt64/int64(time.Second)) {
 		minAge = time.Duration(secs) * time.Second
 	}
-	if minAge <= 0 || !ms.IsEmpty() {
+	if minAge <= 0 || !ms.IsEmpty() || ms.Journal != nil {
+		// A manifest that names a journal may have commits there that it does not show: the
+		// stream is not empty until its committer gives the journal up.
 		st.emptySince = time.Time{}
 		return nil
 	}

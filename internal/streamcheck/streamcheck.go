@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/manifest"
@@ -23,18 +24,17 @@ type Record struct {
 	Command string // the command of a command record, else ""
 }
 
-// Read reads the stream whose manifest is at path. It returns its records, the manifest's
-// state, and every key the manifest references (segments, recursively, and the batch objects
+// Read reads the stream whose manifest is at path, with the commits of the journal the
+// manifest names folded in (manifest.Handle.LoadView). It returns its records, that state, and every key the manifest references (segments, recursively, and the batch objects
 // of the entries that hold a readable record). An entry wholly below the readable start holds
 // none, and the collector may have deleted its object: such an entry's records are returned
 // while its object is there, and skipped once it is gone. A gap or overlap in positions, an
 // entry whose object disagrees with it, or records that do not end at the tail is an error.
 func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, *manifest.State, map[string]bool, error) {
-	snap, err := manifest.Open(store, path).Load(ctx)
+	_, st, err := manifest.Open(store, path).LoadView(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("load manifest: %w", err)
 	}
-	st := snap.State
 	refs := map[string]bool{}
 	var walkRefs func([]manifest.SegmentRef) error
 	walkRefs = func(rs []manifest.SegmentRef) error {
@@ -64,7 +64,7 @@ func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, 
 		if !below {
 			refs[e.Key] = true
 		}
-		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
+		data, err := readEntry(ctx, store, e)
 		if below && errors.Is(err, objectstore.ErrNotFound) {
 			next = e.EndSeq() // collected: nothing readable was in it
 			return nil
@@ -101,4 +101,26 @@ func Read(ctx context.Context, store objectstore.Store, path string) ([]Record, 
 		return nil, st, refs, fmt.Errorf("records end at %d, tail is %d", next, st.Tail.SeqNum)
 	}
 	return out, st, refs, nil
+}
+
+// readEntry reads an entry's batch object: the whole object, or its byte range of a journal
+// window (a ranged entry).
+func readEntry(ctx context.Context, store objectstore.Store, e *manifest.Entry) ([]byte, error) {
+	if !e.Ranged() {
+		data, _, err := objectstore.ReadAll(ctx, store, e.Key)
+		return data, err
+	}
+	obj, err := store.Get(ctx, e.Key, objectstore.GetOptions{Range: &objectstore.ByteRange{Offset: int64(e.Offset), Length: int64(e.Length)}})
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Body.Close()
+	data, err := io.ReadAll(obj.Body)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(data)) != e.Length {
+		return nil, fmt.Errorf("ranged entry %s [%d, +%d): read %d bytes", e.Key, e.Offset, e.Length, len(data))
+	}
+	return data, nil
 }
