@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluice-dev/sluice/committer/wire"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -42,11 +43,29 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of the role's lease. Default time.Now.
 	Now func() time.Time
+
+	// Journal: commit through a journal (docs/journal.md): each commit window is one
+	// create-only object holding the commits of every stream, acknowledged once it is
+	// durable, and each stream's manifest is brought up to date by checkpoints. Batches may
+	// then carry their bytes (wire.Batch.Data) from producers in this process. Default false:
+	// one manifest write per stream per commit group.
+	Journal bool
+	// Window: after a window's first request, wait this long for more before writing it
+	// (requests that arrive while a window is written always join the next). Journal only.
+	// Default 0: no wait.
+	Window time.Duration
+	// CheckpointInterval: a stream's manifest shows its commits at most this long after they
+	// were acknowledged, and the role is renewed then. At most Lease/2. Journal only.
+	// Default 4 s.
+	CheckpointInterval time.Duration
+	// CheckpointWindows: a stream is also checkpointed once this many windows hold commits
+	// its manifest does not show. Journal only. Default 256.
+	CheckpointWindows int
 }
 
 // DefaultConfig returns the defaults; Store, ID and URL are left empty.
 func DefaultConfig() Config {
-	return Config{Lease: 10 * time.Second, RequestTTL: 10 * time.Second, MaxWriteRetries: 20, IdleTimeout: time.Minute, Backoff: manifest.DefaultBackoff(),
+	return Config{Lease: 10 * time.Second, CheckpointInterval: 4 * time.Second, CheckpointWindows: 256, RequestTTL: 10 * time.Second, MaxWriteRetries: 20, IdleTimeout: time.Minute, Backoff: manifest.DefaultBackoff(),
 		Logger: slog.New(slog.DiscardHandler), Now: time.Now}
 }
 
@@ -88,6 +107,17 @@ func (c *Config) validate() error {
 	if c.Now == nil {
 		bad("clock is nil")
 	}
+	if c.Journal {
+		if c.Window < 0 {
+			bad("window %v must not be negative", c.Window)
+		}
+		if c.CheckpointInterval <= 0 || c.CheckpointInterval > c.Lease/2 {
+			bad("checkpoint interval %v must be positive and at most half the lease %v", c.CheckpointInterval, c.Lease)
+		}
+		if c.CheckpointWindows <= 0 {
+			bad("checkpoint windows %d must be positive", c.CheckpointWindows)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -105,6 +135,17 @@ type Committer struct {
 	mu      sync.Mutex
 	closed  bool
 	streams map[string]*stream
+
+	// Journal mode (Config.Journal): the current journal, its next window number and the
+	// streams, guarded by jmu; jcond tells checkpoints that a window settled.
+	jmu      sync.Mutex
+	jclosed  bool
+	jcond    *sync.Cond
+	jid      journal.ID
+	next     uint64
+	jstreams map[string]*jstream
+	jqueue   chan *jpending
+	jstopped chan struct{} // closed when the window loop ends
 }
 
 // New returns a committer; it starts a stream's loop at the stream's first request.
@@ -117,8 +158,21 @@ func New(cfg Config) (*Committer, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Committer{cfg: cfg, m: m, ctx: ctx, cancel: cancel, streams: map[string]*stream{}}, nil
+	c := &Committer{cfg: cfg, m: m, ctx: ctx, cancel: cancel, streams: map[string]*stream{}}
+	if cfg.Journal {
+		c.jcond = sync.NewCond(&c.jmu)
+		c.jid, c.jstreams, c.jqueue = newJournalID(), map[string]*jstream{}, make(chan *jpending, maxWindowRequests)
+		c.jstopped = make(chan struct{})
+		c.wg.Add(2)
+		go c.windowLoop()
+		go c.checkpointLoop()
+	}
+	return c, nil
 }
+
+// Journal reports whether the committer commits through a journal (Config.Journal), and so
+// takes batches that carry their bytes.
+func (c *Committer) Journal() bool { return c.cfg.Journal }
 
 // URL is where the committer takes requests (Config.URL). A commitclient.Config whose
 // Local is c answers the requests for it in process.
@@ -130,6 +184,12 @@ func (c *Committer) URL() string { return c.cfg.URL }
 func (c *Committer) Commit(ctx context.Context, req *wire.Request) *wire.Response {
 	if err := req.Validate(); err != nil {
 		return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: err.Error()}}
+	}
+	if c.cfg.Journal {
+		return c.commitJournal(ctx, req)
+	}
+	if hasCarried(req) {
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: "batches that carry their bytes need a journal committer"}}
 	}
 	s, err := c.stream(req.ManifestPath)
 	if err != nil {
@@ -200,9 +260,17 @@ func (c *Committer) Close(ctx context.Context) error {
 		streams = append(streams, s)
 	}
 	c.mu.Unlock()
+	c.jmu.Lock()
+	c.jclosed = true
+	c.jmu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 	var errs []error
+	if c.cfg.Journal {
+		if err := c.closeJournal(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, s := range streams {
 		if err := s.release(ctx); err != nil {
 			errs = append(errs, err)

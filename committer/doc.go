@@ -26,6 +26,21 @@
 //     outcome.
 //   - Close answers what is queued, stops the loops and gives up the roles it holds.
 //
+// # Journal mode
+//
+// With Config.Journal the committer commits through a journal (docs/journal.md, package
+// journal): one loop takes every request queued while the previous window was written and
+// writes them, for all streams, as one create-only window object; it answers once that
+// window is durable (one window in flight, so every earlier one is durable too). A stream's
+// manifest is written when the committer takes its role (pointing at the journal from its
+// next window), at checkpoints (every CheckpointInterval, folding the stream's durable
+// windows in and renewing the role) and when the stream retires or the committer closes
+// (pointer cleared, role given up). Batches may carry their bytes (wire.Batch.Data) from a
+// producer in the process; their entries then name byte ranges of the window. A failed or
+// fenced window starts a new journal: the requests of that window are answered as not
+// committed (fenced) or of unknown outcome, and each stream takes its role again, sealing
+// the old journal first. Checkpoints alone never go through a window.
+//
 // The daemon (sluice serve) serves Handler at Path; writers find the committer in the
 // manifest's role or in their commitclient.Config, and commit directly when none answers.
 // A program that runs a Committer gives it to its writers as commitclient.Config.Local,
