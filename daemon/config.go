@@ -64,6 +64,14 @@ type Config struct {
 	// positive, and less than the committer's idle timeout (committer.DefaultConfig's, 1
 	// min), so the role has lapsed when a stream's loop ends.
 	CommitterLease time.Duration
+	// Journal makes the committer commit through a journal (docs/journal.md): one object per
+	// commit window for every stream it writes, acknowledged once durable, and this daemon's
+	// appends carry their records in it instead of uploading a batch object each. A stream's
+	// manifest is then written every CommitterLease/2 (a checkpoint that also renews the
+	// role) rather than at every commit: a longer lease (say 40 s) writes manifests less
+	// often, and another daemon takes a dead one's streams that much later. Only with
+	// Committer.
+	Journal bool
 	// GC runs retention and garbage collection over every stream of the store in the daemon.
 	GC bool
 	// GCInterval is how often a collection round starts. Must be positive with GC.
@@ -134,6 +142,9 @@ func (c *Config) Validate() error {
 	}
 	if idle := committer.DefaultConfig().IdleTimeout; c.Committer && (c.CommitterLease <= 0 || c.CommitterLease >= idle) {
 		bad("CommitterLease %v must be positive and less than the committer's idle timeout %v", c.CommitterLease, idle)
+	}
+	if c.Journal && !c.Committer {
+		bad("Journal is set without Committer")
 	}
 	if c.AdvertiseURL != "" {
 		if !c.Committer {

@@ -38,9 +38,10 @@ func watchHub(cfg *Config, self string, log *slog.Logger, reg prometheus.Registe
 
 // committerConfig is the committer's config: a fresh id, the advertised URL, the lease; the
 // manifests it writes are handed to the readers of hub (no store read to wake them).
-func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, lease time.Duration, log *slog.Logger, reg prometheus.Registerer) committer.Config {
+func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, lease time.Duration, journal bool, log *slog.Logger, reg prometheus.Registerer) committer.Config {
 	ccfg := committer.DefaultConfig()
 	ccfg.Lease = lease
+	ccfg.Journal, ccfg.CheckpointInterval = journal, lease/2
 	ccfg.Store = objectstore.WithDefaultPurpose(watch.PublishingStore(store, hub), objectstore.PurposeCommit)
 	ccfg.ID, ccfg.URL = "serve-"+randomHex(8), advertise
 	ccfg.Logger, ccfg.Registerer = log, reg

@@ -29,6 +29,7 @@ type serveFlags struct {
 	advertiseURL    string
 	noCommitter     bool
 	committerLease  time.Duration
+	journal         bool
 	lagInterval     time.Duration
 }
 
@@ -48,6 +49,7 @@ func (f *serveFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.advertiseURL, "advertise-url", "", "the URL other processes reach this daemon's committer at (such as http://10.0.0.5:8080); default: derived from --listen (the machine's hostname for a wildcard host)")
 	fl.BoolVar(&f.noCommitter, "no-committer", false, "do not act as a committer: this daemon's writes commit directly, and it takes no commit requests")
 	fl.Var(newDurationValue(&f.committerLease, def.CommitterLease), "committer-lease", "how long each of the committer's writes holds a stream's committer role: once it stops answering, another committer can take the role this long after its last write (positive, under 1m)")
+	fl.BoolVar(&f.journal, "journal", false, "commit through a journal: one object per commit window for every stream, acknowledged once durable, with appends' records carried in it (no batch object each); manifests are brought up to date every --committer-lease/2, so pair it with a longer lease, such as 40s (see docs/journal.md)")
 	fl.Var(newDurationValue(&f.lagInterval, def.LagInterval), "lag-interval", "how often the consumer group lag and manifest size gauges of the streams this daemon serves are refreshed (one conditional manifest read per stream; 0 turns them off)")
 	fl.BoolVar(&f.noGC, "no-gc", false, "do not run retention and garbage collection in this daemon (run them elsewhere, e.g. sluice gc --once)")
 }
@@ -82,6 +84,9 @@ func (f *serveFlags) validate() error {
 	if idle := committer.DefaultConfig().IdleTimeout; f.committerLease <= 0 || f.committerLease >= idle {
 		errs = append(errs, fmt.Errorf("invalid value %v for --committer-lease: must be positive and less than %v (the committer's idle timeout)", f.committerLease, idle))
 	}
+	if f.journal && f.noCommitter {
+		errs = append(errs, errors.New("--journal needs the committer: drop --no-committer"))
+	}
 	if f.advertiseURL != "" && f.noCommitter {
 		errs = append(errs, errors.New("--advertise-url and --no-committer exclude each other"))
 	}
@@ -106,6 +111,7 @@ func (f *serveFlags) config() daemon.Config {
 	cfg.Committer = !f.noCommitter
 	cfg.AdvertiseURL = f.advertiseURL
 	cfg.CommitterLease = f.committerLease
+	cfg.Journal = f.journal
 	cfg.GC = !f.noGC
 	cfg.GCInterval = f.gcInterval
 	cfg.GCGracePeriod = f.gcGracePeriod
