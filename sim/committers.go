@@ -29,6 +29,7 @@ func (h *harness) runCommitter(ctx context.Context, i int, stop <-chan struct{})
 		ps, _, stopProc := h.startProc(ctx, name, r, crashes)
 		cfg := committer.DefaultConfig()
 		cfg.Store, cfg.ID, cfg.URL, cfg.Lease = ps, name, url, h.sc.CommitterLease
+		cfg.Journal, cfg.CheckpointInterval = h.sc.Journal, h.sc.CommitterLease/2
 		cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}
 		c, err := committer.New(cfg)
 		if err != nil {

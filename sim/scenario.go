@@ -84,6 +84,10 @@ type Scenario struct {
 	Committers                        int
 	CommitterLease                    time.Duration
 	LostRequests, LostReplies, Pauses float64
+	// Journal runs the committers in journal mode (committer.Config.Journal): commit windows
+	// written as journal objects, manifests checkpointed every CommitterLease/2, a crashed
+	// or lapsed committer's journal sealed by whoever writes the stream next.
+	Journal bool
 
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
 	sabotage func(h *harness)
@@ -140,6 +144,7 @@ func NewScenario(seed uint64) Scenario {
 	sc.LostRequests = []float64{0, 0.05, 0.2}[r.IntN(3)]
 	sc.LostReplies = []float64{0, 0.05, 0.2}[r.IntN(3)]
 	sc.Pauses = []float64{0, 0.05}[r.IntN(2)]
+	sc.Journal = sc.Committers > 0 && r.IntN(2) == 0
 	return sc
 }
 
