@@ -179,11 +179,11 @@ func Run(ctx context.Context, sc Scenario) (Result, error) {
 		close(comStop)
 		comDone.Wait()
 		h.late.Wait()
-		snap, err := manifest.Open(h.base, sc.Stream.ManifestKey()).Load(context.Background())
+		_, view, err := manifest.Open(h.base, sc.Stream.ManifestKey()).LoadView(context.Background())
 		if err != nil {
 			h.violate("load the manifest after the producers finished: %v", err)
 		} else {
-			h.target = snap.State.Tail.SeqNum
+			h.target = view.Tail.SeqNum
 		}
 		h.event("producers done, tail %d", h.target)
 		close(h.targetSet)
@@ -233,10 +233,10 @@ func (h *harness) result() Result {
 	res.ManifestWrites, res.MaxEntries, res.MaxRefs = h.led.writes, h.led.maxEntries, h.led.maxRefs
 	res.Deleted = len(h.led.deleted)
 	h.led.mu.Unlock()
-	if snap, err := manifest.Open(h.base, h.sc.Stream.ManifestKey()).Load(context.Background()); err == nil {
-		res.Present = int(snap.State.Tail.SeqNum - snap.State.FirstSeq())
-		res.Dropped = snap.State.FirstSeq()
-		res.Segments = len(snap.State.Segments)
+	if _, st, err := manifest.Open(h.base, h.sc.Stream.ManifestKey()).LoadView(context.Background()); err == nil {
+		res.Present = int(st.Tail.SeqNum - st.FirstSeq())
+		res.Dropped = st.FirstSeq()
+		res.Segments = len(st.Segments)
 	}
 	return res
 }
