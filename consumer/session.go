@@ -106,7 +106,7 @@ func (r *Reader) Open(ctx context.Context, req ReadRequest) (*Session, error) {
 		return nil, err
 	}
 	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeFetch)
-	st, version, err := r.loadManifest(ctx, "")
+	st, version, err := r.loadManifest(ctx, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -643,7 +643,7 @@ func (s *Session) refresh(ctx context.Context) (bool, error) {
 	var err error
 	ctx = objectstore.WithPurpose(ctx, objectstore.PurposePoll)
 	for attempt := 0; ; attempt++ {
-		st, version, err = s.r.loadManifest(ctx, s.version)
+		st, version, err = s.r.loadManifest(ctx, s.st.Load(), s.version)
 		if err == nil || errors.Is(err, ErrStreamNotFound) || errors.Is(err, manifest.ErrCorrupt) ||
 			errors.Is(err, manifest.ErrUnsupportedVersion) || ctx.Err() != nil || attempt+1 >= s.r.cfg.FetchAttempts {
 			break
