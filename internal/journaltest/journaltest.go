@@ -43,6 +43,7 @@ type Stream struct {
 	objects int
 	arrival uint64
 	fenced  bool
+	folded  map[uint64]*manifest.State // Full as it was before window n
 }
 
 // New creates the stream at key with its manifest pointing at journal id from window 0.
@@ -59,6 +60,7 @@ func New(t testing.TB, store objectstore.Store, key string, id journal.ID) *Stre
 	st.Journal = &manifest.JournalPointer{ID: id}
 	s.write(st)
 	s.Full = s.Manifest.Clone()
+	s.folded = map[uint64]*manifest.State{0: s.Full.Clone()}
 	return s
 }
 
@@ -180,6 +182,7 @@ func (s *Stream) Window(batches ...Batch) {
 	if s.Full.Tail != d.Tail {
 		s.t.Fatalf("window %s folds to tail %+v, want %+v", key, s.Full.Tail, d.Tail)
 	}
+	s.folded[s.Next] = s.Full.Clone()
 }
 
 func (s *Stream) put(h journal.Header, sections []journal.Section) {
@@ -217,13 +220,30 @@ func (s *Stream) Direct(batches ...[]string) {
 	}
 	s.write(st)
 	s.Full = s.Manifest.Clone()
+	s.folded[s.Next] = s.Full.Clone()
 }
 
 // Checkpoint folds every window written so far into the manifest and moves its pointer
 // past them, as a committer's checkpoint does; drop also removes the pointer.
 func (s *Stream) Checkpoint(drop bool) {
 	s.t.Helper()
-	st := s.Full.Clone()
+	s.checkpoint(s.Full, drop)
+}
+
+// CheckpointBefore folds the windows below n into the manifest and moves its pointer to n:
+// the windows from n on stay unfolded.
+func (s *Stream) CheckpointBefore(n uint64) {
+	s.t.Helper()
+	st, ok := s.folded[n]
+	if !ok {
+		s.t.Fatalf("no window %d to checkpoint before", n)
+	}
+	s.checkpoint(st, false)
+}
+
+func (s *Stream) checkpoint(full *manifest.State, drop bool) {
+	s.t.Helper()
+	st := full.Clone()
 	st.WriteCounter, st.RecentWrites = s.Manifest.WriteCounter, s.Manifest.RecentWrites
 	if drop {
 		st.Journal = nil
