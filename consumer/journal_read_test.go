@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
+	"github.com/sluice-dev/sluice/watch"
 )
 
 // rangeStore records the Gets of journal objects, to check that readers fetch ranges of them.
@@ -113,17 +114,32 @@ func TestJournalReadSeesManifestAndWindows(t *testing.T) {
 	}
 }
 
-// TestJournalFollowSeesNewWindowsOnce: a follower sees the records of every new window once,
-// in order, through checkpoints that fold windows into the manifest (one of them removing
-// the pointer), with nothing skipped or repeated.
+// TestJournalFollowSeesNewWindowsOnce: a follower, polling itself or through a shared
+// watcher, sees the records of every new window once, in order, through checkpoints that
+// fold windows into the manifest (one of them removing the pointer), with nothing skipped
+// or repeated.
 func TestJournalFollowSeesNewWindowsOnce(t *testing.T) {
+	t.Run("poll", func(t *testing.T) { testJournalFollow(t, nil) })
+	t.Run("watch", func(t *testing.T) {
+		cfg := watch.DefaultConfig()
+		cfg.MinInterval, cfg.MaxInterval = time.Millisecond, 5*time.Millisecond
+		hub, err := watch.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hub.Close()
+		testJournalFollow(t, hub)
+	})
+}
+
+func testJournalFollow(t *testing.T, hub *watch.Hub) {
 	rng := rand.New(rand.NewPCG(seed(t), 0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store := objectstore.NewMemStore()
 	s := journaltest.New(t, store, DefaultConfig().Stream.ManifestKey(), journal.ID(rng.Uint64()))
 	s.Window(journaltest.RandomBatches(rng, "w0")...)
-	r := journalReader(t, store, func(c *Config) { c.PollInterval = time.Millisecond })
+	r := journalReader(t, store, func(c *Config) { c.PollInterval, c.Watch = time.Millisecond, hub })
 	sess, err := r.Open(ctx, ReadRequest{Start: AtSeqNum(0), Follow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +151,11 @@ func TestJournalFollowSeesNewWindowsOnce(t *testing.T) {
 		got = append(got, await(t, out, errc, len(s.Want)-len(got))...)
 		checkJournal(t, fmt.Sprintf("after window %d", w-1), got, s.Want)
 		s.Window(journaltest.RandomBatches(rng, fmt.Sprintf("w%d", w))...)
-		if w%4 == 0 {
+		switch w % 4 {
+		case 0:
 			s.Checkpoint(false) // mid-follow: the view must not change
+		case 2:
+			s.CheckpointBefore(s.Next - 1) // the last window stays in the journal only
 		}
 	}
 	got = append(got, await(t, out, errc, len(s.Want)-len(got))...)
