@@ -27,7 +27,7 @@ func ListGroups(ctx context.Context, cfg Config, now time.Time) ([]GroupInfo, er
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := r.loadManifest(ctx, "")
+	st, _, err := r.loadManifest(ctx, nil, "")
 	if err != nil {
 		return nil, err
 	}

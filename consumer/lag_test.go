@@ -27,7 +27,7 @@ func TestGroupLagExact(t *testing.T) {
 	f.standard(rng, 3+rng.IntN(6))
 	n := uint64(len(f.want))
 	r := f.reader(nil)
-	st, _, err := r.loadManifest(ctx, "")
+	st, _, err := r.loadManifest(ctx, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

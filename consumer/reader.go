@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/internal/journalview"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -162,39 +163,53 @@ func (r *Reader) index(st *manifest.State) *manifest.Index {
 	return r.idx.WithState(st)
 }
 
-// loadManifest reads the manifest; with ifNoneMatch set it returns (nil, "", nil) when the
-// manifest is still at that version (a conditional GET: no body is transferred). A missing
-// or deleted (empty, see package gc) manifest is ErrStreamNotFound.
-func (r *Reader) loadManifest(ctx context.Context, ifNoneMatch string) (*manifest.State, string, error) {
-	obj, err := r.store.Get(ctx, r.cfg.Stream.ManifestKey(), objectstore.GetOptions{IfNoneMatch: ifNoneMatch})
+// loadManifest reads the manifest and folds its journal (if it names one) into it: the
+// stream's view, with every committed record. With known and version set (a view read at
+// that version) it returns (nil, "", nil) when nothing changed: the manifest is still at
+// version (a conditional GET: no body is transferred) and its journal has no window past
+// known's. A missing or deleted (empty, see package gc) manifest is ErrStreamNotFound.
+func (r *Reader) loadManifest(ctx context.Context, known *manifest.State, version string) (*manifest.State, string, error) {
+	key := r.cfg.Stream.ManifestKey()
+	if known == nil {
+		version = ""
+	}
+	obj, err := r.store.Get(ctx, key, objectstore.GetOptions{IfNoneMatch: version})
 	switch {
 	case errors.Is(err, objectstore.ErrNotModified):
-		return nil, "", nil
+		st, err := journalview.Refold(ctx, r.store, key, known)
+		if err != nil || st == nil {
+			return nil, "", err
+		}
+		return st, version, nil
 	case errors.Is(err, objectstore.ErrNotFound):
 		return nil, "", &notFoundError{err}
 	case err != nil:
-		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.Stream.ManifestKey(), err)
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", key, err)
 	}
 	defer obj.Body.Close()
 	var buf bytes.Buffer
 	buf.Grow(int(max(obj.Size, 0)))
 	if _, err := buf.ReadFrom(obj.Body); err != nil {
-		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", r.cfg.Stream.ManifestKey(), err)
+		return nil, "", fmt.Errorf("consumer: read manifest %s: %w", key, err)
 	}
 	if buf.Len() == 0 {
 		// The collector empties a manifest before deleting it (delete_on_empty).
-		return nil, "", &notFoundError{fmt.Errorf("manifest %s is being deleted", r.cfg.Stream.ManifestKey())}
+		return nil, "", &notFoundError{fmt.Errorf("manifest %s is being deleted", key)}
 	}
-	st, err := manifest.Decode(r.cfg.Stream.ManifestKey(), buf.Bytes())
+	st, err := manifest.Decode(key, buf.Bytes())
 	if err != nil {
 		return nil, "", err
+	}
+	if err := journalview.Fold(ctx, r.store, key, st); err != nil {
+		return nil, "", fmt.Errorf("consumer: %w", err)
 	}
 	return st, obj.Version, nil
 }
 
-// CheckTail returns the stream's tail: the next seq_num and the last record's timestamp.
+// CheckTail returns the stream's tail: the next seq_num and the last record's timestamp,
+// including commits still only in the stream's journal.
 func (r *Reader) CheckTail(ctx context.Context) (manifest.Position, error) {
-	st, _, err := r.loadManifest(ctx, "")
+	st, _, err := r.loadManifest(ctx, nil, "")
 	if err != nil {
 		return manifest.Position{}, err
 	}

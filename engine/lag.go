@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/internal/journalview"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
@@ -42,7 +43,7 @@ func newLagMetrics(reg prometheus.Registerer) *lagMetrics {
 // lagStream is what the lag loop keeps of one served stream between its passes.
 type lagStream struct {
 	version string
-	st      *manifest.State
+	st      *manifest.State // the view: the manifest at version, its journal folded in
 	size    int
 	idx     *manifest.Index
 	groups  map[string]bool
@@ -114,6 +115,14 @@ func (e *Engine) refreshStreamLag(ctx context.Context, k streamKey, ls *lagStrea
 	obj, err := e.cfg.Store.Get(ctx, loc.ManifestKey(), objectstore.GetOptions{IfNoneMatch: ls.version})
 	switch {
 	case errors.Is(err, objectstore.ErrNotModified) && ls.st != nil:
+		// The manifest is unchanged, but its journal may hold new windows.
+		st, err := journalview.Refold(ctx, e.cfg.Store, loc.ManifestKey(), ls.st)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			ls.st, ls.idx = st, ls.idx.WithState(st)
+		}
 	case errors.Is(err, objectstore.ErrNotFound):
 		return manifest.ErrNotExist
 	case err != nil:
@@ -130,6 +139,9 @@ func (e *Engine) refreshStreamLag(ctx context.Context, k streamKey, ls *lagStrea
 		}
 		st, err := manifest.Decode(loc.ManifestKey(), buf.Bytes())
 		if err != nil {
+			return err
+		}
+		if err := journalview.Fold(ctx, e.cfg.Store, loc.ManifestKey(), st); err != nil {
 			return err
 		}
 		if ls.st != nil && st.Generation != ls.st.Generation {

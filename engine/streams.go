@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/catalog"
+	"github.com/sluice-dev/sluice/internal/journalview"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/stream"
@@ -37,6 +38,22 @@ func (e *Engine) Stream(ctx context.Context, basin, name string) (*manifest.Snap
 		}
 	}
 	return snap, err
+}
+
+// View loads a stream's manifest and folds its journal into a copy: the stream as every
+// committed record shows it (its tail, its entries), which the manifest alone may not. Errors
+// as Stream's; a corrupt journal window matches manifest.ErrCorrupt.
+func (e *Engine) View(ctx context.Context, basin, name string) (*manifest.State, error) {
+	snap, err := e.Stream(ctx, basin, name)
+	if err != nil {
+		return nil, err
+	}
+	view := snap.State.Clone()
+	st, _ := stream.Locate(basin, name) // Stream checked the name
+	if err := journalview.Fold(ctx, e.cfg.Store, st.ManifestKey(), view); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return view, nil
 }
 
 // Reconfigure changes a stream's config with fn.
@@ -87,7 +104,9 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 	if err != nil {
 		return 0, err
 	}
-	snap, err := e.Stream(ctx, basin, name)
+	// The view, so that objects committed in journal windows the manifest does not show
+	// count as its own.
+	view, err := e.View(ctx, basin, name)
 	if err != nil {
 		return 0, err
 	}
@@ -103,11 +122,11 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 		return 0, err
 	}
 	refs := map[string]bool{}
-	for _, r := range snap.State.Segments {
+	for _, r := range view.Segments {
 		refs[r.Key] = true
 	}
 	// A segment that cannot be read only leaves its objects to the ModTime rule.
-	_ = manifest.NewIndex(e.cfg.Store, snap.State).Walk(ctx, 0, func(en *manifest.Entry) error {
+	_ = manifest.NewIndex(e.cfg.Store, view).Walk(ctx, 0, func(en *manifest.Entry) error {
 		refs[en.Key] = true
 		return nil
 	})
@@ -143,11 +162,11 @@ func (e *Engine) DeleteStream(ctx context.Context, basin, name string) (deleted 
 	return deleted, nil
 }
 
-// Tail returns a stream's tail.
+// Tail returns a stream's tail, including commits still only in its journal.
 func (e *Engine) Tail(ctx context.Context, basin, name string) (manifest.Position, error) {
-	snap, err := e.Stream(ctx, basin, name)
+	view, err := e.View(ctx, basin, name)
 	if err != nil {
 		return manifest.Position{}, err
 	}
-	return snap.State.Tail, nil
+	return view.Tail, nil
 }

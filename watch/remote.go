@@ -174,6 +174,10 @@ func (w *watcher) setRemote(ok bool) bool {
 // the view (same generation, higher write counter); one of another generation makes the
 // watcher poll the store to find out.
 func (w *watcher) adoptRemote(snap *manifest.Snapshot) {
+	if snap.State.Journal != nil {
+		w.pokeNow() // not a view until its journal is folded in: the poll does it
+		return
+	}
 	w.mu.Lock()
 	taken := w.takeLocked(snap, "remote")
 	poke := !taken && (w.snap == nil || w.err != nil || w.snap.State.Generation != snap.State.Generation)

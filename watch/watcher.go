@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/journalview"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -95,7 +96,9 @@ func (w *watcher) run() {
 			interval = min(2*interval, cfg.MaxInterval)
 		}
 		w.mu.Lock()
-		if w.remoteOK {
+		if w.remoteOK && !w.journaledLocked() {
+			// A remote watch answers for manifest writes, not for the windows of a
+			// journal: a journal'd view keeps polling.
 			interval = cfg.Remote.SafetyInterval
 		}
 		w.mu.Unlock()
@@ -103,19 +106,29 @@ func (w *watcher) run() {
 	}
 }
 
-// newer reports whether a is a later manifest than b of the same generation.
-func newer(a, b *manifest.State) bool {
-	return a.Generation == b.Generation && a.WriteCounter > b.WriteCounter
+// newer reports whether a is a later view than b of the same generation: a later manifest,
+// or the same manifest folded further into its journal.
+func newer(a, b *manifest.State) bool { return journalview.Newer(a, b) }
+
+// journaledLocked reports whether the view names a journal. Callers hold mu.
+func (w *watcher) journaledLocked() bool {
+	return w.snap != nil && w.err == nil && w.snap.State.Journal != nil
 }
 
-// poll reads the manifest once, conditionally on the version held. It reports whether the
-// view changed, and the number of plain failures in a row (0 after a success).
+// poll reads the manifest once, conditionally on the version held, and folds its journal:
+// when the manifest is not modified, from where the view got to (one GET of the next
+// window's key when nothing was committed). It reports whether the view changed, and the
+// number of plain failures in a row (0 after a success).
 func (w *watcher) poll() (changed bool, failures int) {
 	w.mu.Lock()
 	w.started++
 	n, version := w.started, w.version
+	var known *manifest.State
+	if w.snap != nil && w.err == nil {
+		known = w.snap.State
+	}
 	w.mu.Unlock()
-	st, got, err := w.load(version)
+	st, got, err := w.load(version, known)
 	if w.ctx.Err() != nil {
 		return false, 0 // stopped
 	}
@@ -130,7 +143,7 @@ func (w *watcher) poll() (changed bool, failures int) {
 		}
 	}()
 	switch {
-	case err == nil && st == nil: // not modified
+	case err == nil && st == nil: // not modified, and no new window
 		m.polls.WithLabelValues("not_modified").Inc()
 		w.failures = 0
 		if w.err != nil && w.transient {
@@ -168,14 +181,23 @@ func (w *watcher) poll() (changed bool, failures int) {
 	}
 }
 
-// load reads the manifest unless it is still at version: (nil, "", nil) when it is. A
-// missing manifest or a tombstone matches manifest.ErrNotExist (version ""); a corrupt one
+// load reads the manifest unless it is still at version, and folds its journal into it:
+// (nil, "", nil) when the manifest is at version and known, the view read at version, has
+// no new window; known folded further, at version, when it has. A missing manifest or a
+// tombstone matches manifest.ErrNotExist (version ""); a corrupt one, or a corrupt window,
 // manifest.ErrCorrupt, with its version.
-func (w *watcher) load(version string) (*manifest.State, string, error) {
+func (w *watcher) load(version string, known *manifest.State) (*manifest.State, string, error) {
 	obj, err := w.store.Get(w.ctx, w.key, objectstore.GetOptions{IfNoneMatch: version})
 	switch {
 	case errors.Is(err, objectstore.ErrNotModified):
-		return nil, "", nil
+		st, err := journalview.Refold(w.ctx, w.store, w.key, known)
+		if err != nil {
+			return nil, version, fmt.Errorf("watch: %w", err)
+		}
+		if st == nil {
+			return nil, "", nil
+		}
+		return st, version, nil
 	case errors.Is(err, objectstore.ErrNotFound):
 		return nil, "", fmt.Errorf("%w: %s: %w", manifest.ErrNotExist, w.key, err)
 	case err != nil:
@@ -193,6 +215,9 @@ func (w *watcher) load(version string) (*manifest.State, string, error) {
 	st, err := manifest.Decode(w.key, buf.Bytes())
 	if err != nil {
 		return nil, obj.Version, err
+	}
+	if err := journalview.Fold(w.ctx, w.store, w.key, st); err != nil {
+		return nil, obj.Version, fmt.Errorf("watch: %w", err)
 	}
 	return st, obj.Version, nil
 }
@@ -214,6 +239,13 @@ func (w *watcher) takeLocked(snap *manifest.Snapshot, source string) bool {
 }
 
 func (w *watcher) publish(snap *manifest.Snapshot) {
+	if snap.State.Journal != nil {
+		// A manifest written with a journal pointer is not a view (its windows are not
+		// folded in): the poll reads and folds it.
+		w.h.m.publishes.WithLabelValues("snapshot", "no").Inc()
+		w.pokeNow()
+		return
+	}
 	w.mu.Lock()
 	taken := w.takeLocked(snap, "publish")
 	// Not taken: an older manifest (a late publish, nothing to do), or one the view cannot

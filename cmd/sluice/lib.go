@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dev/sluice/committer/commitclient"
+	"github.com/sluice-dev/sluice/internal/journalview"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/file"
@@ -196,6 +197,20 @@ func (e *libEnv) load(ctx context.Context, name string) (stream.Stream, *manifes
 		return st, nil, e.streamErr(name, err)
 	}
 	return st, snap, nil
+}
+
+// view reads a stream's manifest and folds its journal into it: the stream as every
+// committed record shows it (its tail), which the manifest alone may not.
+func (e *libEnv) view(ctx context.Context, name string) (*manifest.State, error) {
+	st, snap, err := e.load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	view := snap.State.Clone()
+	if err := journalview.Fold(ctx, e.store, st.ManifestKey(), view); err != nil {
+		return nil, e.streamErr(name, err)
+	}
+	return view, nil
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -177,11 +177,11 @@ func (b *storeBackend) deleteBasin(ctx context.Context, name string) error {
 }
 
 func (b *storeBackend) tail(ctx context.Context, name string) (positionJSON, error) {
-	_, snap, err := b.e.load(ctx, name)
+	view, err := b.e.view(ctx, name)
 	if err != nil {
 		return positionJSON{}, err
 	}
-	return posJSON(snap.State.Tail), nil
+	return posJSON(view.Tail), nil
 }
 
 func (b *storeBackend) appendSync(ctx context.Context, name string, in batchfmt.AppendInput) (ackJSON, error) {
