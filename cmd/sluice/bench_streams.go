@@ -42,9 +42,10 @@ HTTP/2, POST /v1/streams/{stream}/records with JSON, one record of --record-byte
 append. Every row sends the same --rate appends a second in all, spread evenly over its
 streams (append k goes to stream k mod N, on schedule at k/rate: 1,000 streams at 1,000/s
 is one append a second each). Sends are open loop: each goes when it is due, whether or
-not earlier ones were answered, with at most --max-in-flight awaiting an answer (at the
-limit a send waits, and counts as late; one still waiting when the window ends counts as
-failed: not sent). A row's streams are created first through the API, 32 at a time, and
+not earlier ones were answered, with at most --max-in-flight awaiting an answer. At the
+limit a send waits; a send that goes more than 10ms after it was due (at the limit, or with
+the process short of CPU) counts as late, and one not sent when the window ends as failed:
+not sent. A row's streams are created first through the API, 32 at a time, and
 not counted. The row runs --warmup (not counted) then --duration (the window), then waits
 for the answers still due (each append gives up after --append-timeout) and closes the
 daemon; nothing of a row is left running when the next starts.
@@ -58,7 +59,8 @@ so a local directory behaves like a cloud store (0 adds nothing).
 Figures per row, over the window:
   appends/s        offered (due in the window) and sustained (acks that arrived in it)
   failures         appends due in the window that failed, by kind: "http <status> <code>",
-                   "timeout" (no answer in --append-timeout), "transport", "not sent"
+                   "timeout" (no answer in --append-timeout), "transport", "bad ack" (an
+                   answer that does not acknowledge one record), "not sent"
   sent late        appends sent more than 10ms after they were due
   ack              p50, p99, max from when an append was due to its answer, for the
                    appends due in the window (also those answered after it)

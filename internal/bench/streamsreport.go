@@ -20,7 +20,8 @@ type StreamsRow struct {
 	SustainedPerS float64 `json:"sustained_per_s"`
 	// Appends is the appends due in the window, Acked those of them acknowledged (in the
 	// window or while draining after it), Failures those that failed, by kind ("http 503
-	// unavailable", "timeout", "transport", "not sent (in-flight limit)", ...).
+	// unavailable", "timeout", "transport", "bad ack", or "not sent": still waiting for a
+	// slot under MaxInFlight when the window ended).
 	Appends       int64            `json:"appends"`
 	Acked         int64            `json:"acked"`
 	Failures      map[string]int64 `json:"failures"`
