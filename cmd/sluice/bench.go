@@ -121,6 +121,7 @@ failed append or read ends the run with an error (exit 1), after deleting the st
 	fl.Var(newDurationValue(&f.flushInterval, producer.DefaultConfig().FlushInterval), "flush-interval", "with --store, how long a producer collects appends into one batch object")
 	fl.BoolVar(&f.json, "json", false, "print the figures as one JSON object")
 	fl.StringVar(&f.plot, "plot", "", "write an SVG plot of the latencies to this file")
+	cmd.AddCommand(newBenchStreamsCmd(g))
 	return cmd
 }
 
