@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/storemetrics"
 	"github.com/sluice-dev/sluice/server"
@@ -78,6 +79,10 @@ type Daemon struct {
 // the collector; the HTTP API is served by Run. ctx bounds only the start (listening); the
 // daemon runs until Close, or until Run's ctx ends. If New fails, it has stopped whatever
 // it had started. Config and option problems are reported together, each matching
+// journalCacheBytes bounds the journal windows a daemon keeps in memory for its readers
+// (with Config.Journal): at 1,000 appends a second of 100 bytes, about a minute of windows.
+const journalCacheBytes = 64 << 20
+
 // ErrInvalidConfig; a listening failure is a *ListenError.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 	o := defaultOptions()
@@ -97,6 +102,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		store: objectstore.Instrument(cfg.Store, sm),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
+	}
+	if cfg.Journal {
+		// The committer's windows stay in memory a while: this daemon's readers fold them
+		// (and read the records they carry) without a store request.
+		d.store = journal.NewCache(d.store, journalCacheBytes)
 	}
 	d.hurry, d.hurryCancel = context.WithCancel(context.Background())
 	ok := false

@@ -42,6 +42,13 @@
 // encoding of the package that writes them; this package only frames and checks them. A
 // fence has an empty index and no sections.
 //
+// # Cache
+//
+// Cache is a store wrapper that keeps the journal objects written through it in memory (the
+// newest first, up to a bound), so that readers in the committer's own process fold new
+// windows and read carried records without store requests. Journal objects never change,
+// so a cached copy is never stale.
+//
 // # Errors
 //
 // Any malformed object is a *CorruptError (errors.Is ErrCorrupt): a reader must not skip
