@@ -61,6 +61,14 @@ type Config struct {
 	// CheckpointWindows: a stream is also checkpointed once this many windows hold commits
 	// its manifest does not show. Journal only. Default 256.
 	CheckpointWindows int
+	// OnCommit, if set, is told the new tail of every stream a durable window committed to
+	// (a daemon hands it to its followers: watch.Hub.PublishTail). It must not block.
+	// Journal only.
+	OnCommit func(key string, tail uint64)
+	// Followed, if set, says whether the stream at key has followers in the process: such a
+	// stream keeps its role while idle, so its commits keep passing through here (Hold).
+	// Journal only.
+	Followed func(key string) bool
 }
 
 // DefaultConfig returns the defaults; Store, ID and URL are left empty.

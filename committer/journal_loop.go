@@ -61,7 +61,7 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 	renewBy := uint64(max(now.Add(c.cfg.Lease/2).UnixMilli(), 0))
 	for _, js := range c.jstreams {
 		if js.state != roleHeld {
-			if js.state == roleNone && now.Sub(js.last) > c.cfg.IdleTimeout {
+			if js.state == roleNone && c.idleFor(js, now) {
 				c.forgetLocked(js) // never took the role, or lost it
 			}
 			continue
@@ -71,7 +71,7 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 			bytes += f.bytes
 		}
 		switch {
-		case now.Sub(js.last) > c.cfg.IdleTimeout && js.users == 0:
+		case c.idleFor(js, now):
 			out = append(out, due{js, true})
 		case windows > 0 && (now.Sub(js.since) >= c.cfg.CheckpointInterval || windows >= c.cfg.CheckpointWindows || bytes >= checkpointBytes):
 			out = append(out, due{js, false})

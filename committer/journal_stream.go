@@ -182,7 +182,8 @@ func (c *Committer) queue(ctx context.Context, js *jstream, req *wire.Request) *
 const codeRetake = "retake"
 
 // hold makes sure the stream's manifest points at this committer's journal, taking the role
-// when it does not. It returns an answer when the request cannot be committed here.
+// when it does not. It returns an answer when the request cannot be committed here. gen is
+// the generation the request was made for; "" takes any (Hold).
 func (c *Committer) hold(ctx context.Context, js *jstream, gen string) *wire.Response {
 	for {
 		c.jmu.Lock()
@@ -237,7 +238,7 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 			lastErr = err
 			continue
 		}
-		if snap.State.GenerationString() != gen {
+		if gen != "" && snap.State.GenerationString() != gen {
 			return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", snap.State.GenerationString(), gen)}}, false
 		}
 		st := snap.State.Clone()

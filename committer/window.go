@@ -224,6 +224,9 @@ func (c *Committer) commitWindow(batch []*jpending) {
 			pr.done <- ans
 		}
 	}
+	if err == nil {
+		c.published(written)
+	}
 }
 
 // writeWindow encodes the sections as window num of journal jid, fixes the carried entries'

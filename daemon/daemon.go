@@ -127,13 +127,15 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 			d.url = advertisedURL(d.ln.Addr(), cfg.TLS != nil)
 		}
 	}
-	if d.watch, err = watchHub(&d.cfg, d.url, d.log, o.registerer); err != nil {
+	holder := &lateHolder{}
+	if d.watch, err = watchHub(&d.cfg, d.url, holder, d.log, o.registerer); err != nil {
 		return nil, err
 	}
 	if cfg.Committer {
 		if d.com, err = committer.New(committerConfig(d.store, d.watch, d.url, cfg.CommitterLease, cfg.Journal, d.log, o.registerer)); err != nil {
 			return nil, err
 		}
+		holder.set(d.com)
 		d.log.Info("serving as committer", slog.String("advertise_url", d.url))
 	}
 	if d.eng, err = engine.New(engineConfig(&d.cfg, d.store, d.watch, d.com, d.url, d.log, o.registerer)); err != nil {

@@ -123,6 +123,22 @@ func (r *running) appendOne(tb testing.TB, basin, name, body string) {
 	}
 }
 
+// createStream makes stream name in an existing basin through the daemon's API.
+func (r *running) createStream(tb testing.TB, basin, name string) {
+	tb.Helper()
+	req, _ := http.NewRequest("POST", r.base+"/v1/streams", strings.NewReader(`{"stream":"`+name+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("S2-Basin", basin)
+	res, err := r.http.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		tb.Fatalf("create stream %s: %d", name, res.StatusCode)
+	}
+}
+
 // create makes basin/name through the daemon's API.
 func (r *running) create(tb testing.TB, basin, name string) {
 	tb.Helper()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,13 +28,48 @@ import (
 // whose commits are published to the hub. No two daemons can watch through each other: each
 // hub holds at least the last manifest its daemon wrote, which names it as the committer, so
 // the daemon a chain of watches ends at polls the store.
-func watchHub(cfg *Config, self string, log *slog.Logger, reg prometheus.Registerer) (*watch.Hub, error) {
+//
+// With a journal committer (holder, set once the committer exists), a followed stream's
+// role is held by this daemon, which publishes its commits: its watcher polls rarely.
+func watchHub(cfg *Config, self string, holder *lateHolder, log *slog.Logger, reg prometheus.Registerer) (*watch.Hub, error) {
 	wcfg := watch.DefaultConfig()
 	wcfg.Logger, wcfg.Registerer = log, reg
 	wcfg.Remote.Enabled = true
 	wcfg.Remote.Committer.Token = cfg.AuthToken
 	wcfg.Remote.Self = self
+	if cfg.Journal {
+		wcfg.Holder = holder
+	}
 	return watch.New(wcfg)
+}
+
+// lateHolder is the hub's watch.Holder: the daemon's committer, which is made after the hub.
+// Until it is set, nothing is held.
+type lateHolder struct {
+	mu sync.Mutex
+	c  *committer.Committer
+}
+
+func (l *lateHolder) set(c *committer.Committer) {
+	l.mu.Lock()
+	l.c = c
+	l.mu.Unlock()
+}
+
+func (l *lateHolder) get() *committer.Committer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c
+}
+
+func (l *lateHolder) Hold(ctx context.Context, key string) bool {
+	c := l.get()
+	return c != nil && c.Hold(ctx, key)
+}
+
+func (l *lateHolder) Holds(key string) bool {
+	c := l.get()
+	return c != nil && c.Holds(key)
 }
 
 // committerConfig is the committer's config: a fresh id, the advertised URL, the lease; the
@@ -43,6 +79,12 @@ func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, 
 	ccfg.Lease = lease
 	ccfg.Journal, ccfg.CheckpointInterval = journal, lease/2
 	ccfg.Store = objectstore.WithDefaultPurpose(watch.PublishingStore(store, hub), objectstore.PurposeCommit)
+	if journal {
+		// Windows are not manifests: their commits are published as tails, and a stream
+		// followed here keeps its role while idle.
+		ccfg.OnCommit = func(key string, tail uint64) { hub.PublishTail(store, key, tail) }
+		ccfg.Followed = func(key string) bool { return hub.Followed(store, key) }
+	}
 	ccfg.ID, ccfg.URL = "serve-"+randomHex(8), advertise
 	ccfg.Logger, ccfg.Registerer = log, reg
 	return ccfg

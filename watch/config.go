@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,14 @@ type Config struct {
 	// ServeHold bounds how long Handler holds a watch request that finds nothing newer
 	// before it answers "unchanged" (so that proxies do not cut it). Default 25 s.
 	ServeHold time.Duration
+	// Holder, if set, is the committer of this process (see the package doc, "Streams held
+	// here"): a watcher asks it to hold its stream's role when it starts, and polls only every
+	// HeldInterval while the role is held here. Default nil: none.
+	Holder Holder
+	// HeldInterval is the interval of the store polls of a stream whose role this process's
+	// committer holds (it publishes every commit of it): the bound of the staleness if a
+	// publish were lost. Default 2 min; at least MaxInterval.
+	HeldInterval time.Duration
 	// ServeLinger is how long Handler keeps its subscription to a stream after answering,
 	// so that the follower's next request finds the stream's watcher with its view (no
 	// store read) rather than starting another. Default 5 s; 0: none.
@@ -85,9 +94,21 @@ func DefaultConfig() Config {
 			RetryAfter:     5 * time.Second,
 			RequestSlack:   10 * time.Second,
 		},
-		ServeHold:   DefaultServeHold,
-		ServeLinger: 5 * time.Second,
+		ServeHold:    DefaultServeHold,
+		ServeLinger:  5 * time.Second,
+		HeldInterval: 2 * time.Minute,
 	}
+}
+
+// Holder is a committer in the process of a Hub (a journal committer: *committer.Committer).
+// While it holds a stream's role every commit of the stream passes through it, and it
+// publishes each one to the hub (Hub.PublishTail), so the stream's watcher need not poll.
+type Holder interface {
+	// Hold takes the role of the stream whose manifest is key, if no other live committer
+	// holds it; it reports whether the role is held here afterwards.
+	Hold(ctx context.Context, key string) bool
+	// Holds reports whether the role of key's stream is held here now.
+	Holds(key string) bool
 }
 
 // ErrInvalidConfig is matched by every problem New reports.
@@ -110,6 +131,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ServeHold <= 0 {
 		bad("serve hold %v must be > 0", c.ServeHold)
+	}
+	if c.Holder != nil && c.HeldInterval < c.MaxInterval {
+		bad("held interval %v must be >= max interval %v", c.HeldInterval, c.MaxInterval)
 	}
 	if c.ServeLinger < 0 {
 		bad("serve linger %v must not be negative", c.ServeLinger)

@@ -118,6 +118,9 @@ func (h *Hub) lookup(store objectstore.Store, key string) *watcher {
 	return h.watchers[watchKey{store, key}]
 }
 
+// Followed reports whether a stream of store is followed in this process (it has a watcher).
+func (h *Hub) Followed(store objectstore.Store, key string) bool { return h.lookup(store, key) != nil }
+
 // Publish tells the hub that the manifest at key in store was written as snap (by this
 // process, which must not modify snap.State afterwards). If the stream is followed and snap is
 // newer than what its watcher holds (same generation, higher write counter), the followers

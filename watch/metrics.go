@@ -16,6 +16,7 @@ type metrics struct {
 	remote          *prometheus.CounterVec // result: changed | unchanged | error
 	remoteFallbacks prometheus.Counter     // a remote watch stopped answering: back to polling
 	served          prometheus.Counter     // watch requests served (Handler)
+	held            prometheus.Counter     // watchers whose stream's role the process's committer took
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +38,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Remote watches that stopped answering, after which the watcher polls the store on its usual intervals."))),
 		served: prometheus.NewCounter(prometheus.CounterOpts(opts("served_total",
 			"Watch requests served to followers in other processes (Handler)."))),
+		held: prometheus.NewCounter(prometheus.CounterOpts(opts("held_total",
+			"Watchers that started with their stream's role held by this process's committer (Config.Holder): they poll only every HeldInterval."))),
 	}
 	if reg == nil {
 		return m, nil
@@ -60,5 +63,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.remote = reuse(m.remote).(*prometheus.CounterVec)
 	m.remoteFallbacks = reuse(m.remoteFallbacks).(prometheus.Counter)
 	m.served = reuse(m.served).(prometheus.Counter)
+	m.held = reuse(m.held).(prometheus.Counter)
 	return m, errors.Join(errs...)
 }

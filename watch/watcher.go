@@ -76,6 +76,9 @@ func (w *watcher) pokeNow() {
 func (w *watcher) run() {
 	defer w.h.wg.Done()
 	cfg := w.h.cfg
+	if cfg.Holder != nil && cfg.Holder.Hold(w.ctx, w.key) {
+		w.h.m.held.Inc()
+	}
 	interval := cfg.MinInterval
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -102,6 +105,11 @@ func (w *watcher) run() {
 			interval = cfg.Remote.SafetyInterval
 		}
 		w.mu.Unlock()
+		if failed == 0 && cfg.Holder != nil && cfg.Holder.Holds(w.key) {
+			// Every commit of the stream passes through this process's committer, which
+			// publishes it: a poll only guards against a lost publish.
+			interval = cfg.HeldInterval
+		}
 		t.Reset(interval)
 	}
 }
