@@ -214,6 +214,10 @@ func (c *Committer) commitWindow(batch []*jpending) {
 					ans.Tail = sec.tail
 					role := manifest.CommitterRole{ID: c.cfg.ID, URL: c.cfg.URL, UntilMs: sec.untilMs}
 					ans.Role = &role
+				case errors.Is(err, journal.ErrFenced) && anyDuplicate(ans):
+					// A duplicate is committed (by an earlier window, durable and before the
+					// fence): "not committed" would be false of it.
+					ans = &wire.Response{Error: &wire.Error{Code: wire.CodeStorage, Message: "journal fenced; the request repeats committed batches: " + err.Error()}}
 				case errors.Is(err, journal.ErrFenced):
 					ans = &wire.Response{Error: &wire.Error{Code: wire.CodeRoleHeld, Message: "not committed: this committer's journal was fenced by another writer"}}
 				default:
@@ -259,6 +263,16 @@ func (c *Committer) writeWindow(jid journal.ID, num uint64, key string, sections
 	c.m.writes.Inc()
 	c.m.requestsPerWrite.Observe(float64(len(sections)))
 	return nil
+}
+
+// anyDuplicate reports whether ans answers a batch as a duplicate (committed earlier).
+func anyDuplicate(ans *wire.Response) bool {
+	for i := range ans.Batches {
+		if ans.Batches[i].Duplicate {
+			return true
+		}
+	}
+	return false
 }
 
 // hasCarried reports whether any batch of req carries its bytes.
