@@ -387,6 +387,9 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 		}
 		if len(folds) > 0 {
 			st.Journal.From = max(st.Journal.From, folds[len(folds)-1].num+1)
+			// A fold only raises producer rows: bound the table here, as Apply does for a
+			// direct writer, or it grows with every producer that ever committed.
+			st.PruneProducers(uint64(max(c.cfg.Now().UnixMilli(), 0)))
 		}
 		if retire {
 			st.Journal = nil
