@@ -353,9 +353,11 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 	c.jmu.Unlock()
 	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeCommit)
 	var lastErr error
+	interrupted := false // ctx ended between attempts
 	for attempt := 0; attempt < c.cfg.MaxWriteRetries; attempt++ {
 		if attempt > 0 {
 			if c.cfg.Backoff.Sleep(ctx, attempt-1) != nil {
+				interrupted = true
 				break
 			}
 			var err error
@@ -439,6 +441,12 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 	c.jmu.Lock()
 	if retire {
 		c.forgetLocked(js)
+	} else if interrupted && c.ctx.Err() != nil {
+		// Close stopped it: the stream keeps its state, so that Close's last checkpoint
+		// clears the pointer and gives the role up (a write that landed meanwhile is found
+		// by that checkpoint's reload).
+		c.jmu.Unlock()
+		return fmt.Errorf("committer: checkpoint of %s: %w", js.path, c.ctx.Err())
 	} else if js.jid == jid {
 		js.state, js.st, js.unfolded, js.snap = roleNone, nil, nil, nil
 	}
