@@ -188,12 +188,20 @@ func (c *Committer) hold(ctx context.Context, js *jstream, gen string) *wire.Res
 		c.jmu.Lock()
 		state, jid := js.state, js.jid
 		current := c.jid
+		held := state == roleHeld && jid == current
+		sameGen := held && js.st.GenerationString() == gen
 		c.jmu.Unlock()
-		if state == roleHeld && jid == current {
+		if sameGen {
 			return nil
 		}
 		if err := js.lock(ctx); err != nil {
 			return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: err.Error()}}
+		}
+		if held {
+			if resp := c.dropGeneration(ctx, js, gen); resp != nil {
+				js.unlock()
+				return resp
+			}
 		}
 		resp, again := c.take(ctx, js, gen)
 		js.unlock()
@@ -204,6 +212,35 @@ func (c *Committer) hold(ctx context.Context, js *jstream, gen string) *wire.Res
 			return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: err.Error()}}
 		}
 	}
+}
+
+// dropGeneration handles a request of another generation than the held stream's (under
+// js.io): if the manifest has the request's generation (the stream was deleted and created
+// again), the old generation's state is dropped, so that take takes the new stream's role
+// (its windows of the old generation are skipped by every fold); otherwise the request's
+// generation is gone, and it is answered so.
+func (c *Committer) dropGeneration(ctx context.Context, js *jstream, gen string) *wire.Response {
+	c.jmu.Lock()
+	if js.state != roleHeld || js.st.GenerationString() == gen {
+		c.jmu.Unlock()
+		return nil // changed meanwhile: take looks again
+	}
+	c.jmu.Unlock()
+	snap, err := js.m.LoadWithRetry(ctx)
+	switch {
+	case errors.Is(err, manifest.ErrNotExist):
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: err.Error()}}
+	case err != nil:
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "reading the stream's manifest: " + err.Error()}}
+	case snap.State.GenerationString() != gen:
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", snap.State.GenerationString(), gen)}}
+	}
+	c.jmu.Lock()
+	if js.state == roleHeld && js.st.GenerationString() != gen {
+		js.state, js.st, js.unfolded, js.snap = roleNone, nil, nil, nil
+	}
+	c.jmu.Unlock()
+	return nil
 }
 
 // take takes the stream's role for the current journal (under js.io): it reads the
