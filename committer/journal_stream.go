@@ -253,6 +253,10 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 		c.jmu.Unlock()
 		return nil, false
 	}
+	if c.jclosed {
+		c.jmu.Unlock()
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}, false
+	}
 	// A window built while the stream was held may still be in flight (the role was dropped
 	// meanwhile): the manifest is read once it settled, so the fold below sees it if it
 	// landed, and a failed one reset the journal.
@@ -316,8 +320,8 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 			continue
 		}
 		c.jmu.Lock()
-		defer c.jmu.Unlock()
 		if c.jid != current {
+			c.jmu.Unlock()
 			return nil, true // the journal was reset meanwhile: point at the new one
 		}
 		work := wres.Snapshot.State.Clone()
@@ -325,9 +329,17 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 		work.OwnJournal(current)
 		js.state, js.jid, js.st, js.snap = roleHeld, current, work, &wres.Snapshot
 		js.unfolded, js.untilMs = nil, work.Committer.UntilMs
+		closed := c.jclosed
+		c.jmu.Unlock()
 		if prev.ID != cfg.ID {
 			c.m.roleChanges.Inc()
 			cfg.Logger.Info("took the committer role", "manifest", js.path, "previous", prev.ID, "journal", current)
+		}
+		if closed {
+			// Close began while the role was written, and its last checkpoints may have
+			// passed this stream: give the role up here (nothing was committed).
+			_ = c.checkpoint(ctx, js, true)
+			return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}, false
 		}
 		return nil, false
 	}
