@@ -58,7 +58,8 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 	c.jmu.Lock()
 	defer c.jmu.Unlock()
 	var out []due
-	renewBy := uint64(max(now.Add(c.cfg.Lease/2).UnixMilli(), 0))
+	// The lease is written by Config.Now's clock: judge it by that clock.
+	renewBy := uint64(max(c.cfg.Now().Add(c.cfg.Lease/2).UnixMilli(), 0))
 	for _, js := range c.jstreams {
 		if js.state != roleHeld {
 			if js.state == roleNone && c.idleFor(js, now) {

@@ -189,12 +189,20 @@ func (c *Committer) hold(ctx context.Context, js *jstream, gen string) *wire.Res
 		c.jmu.Lock()
 		state, jid := js.state, js.jid
 		current := c.jid
+		held := state == roleHeld && jid == current
+		sameGen := held && js.st.GenerationString() == gen
 		c.jmu.Unlock()
-		if state == roleHeld && jid == current {
+		if sameGen {
 			return nil
 		}
 		if err := js.lock(ctx); err != nil {
 			return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: err.Error()}}
+		}
+		if held {
+			if resp := c.dropGeneration(ctx, js, gen); resp != nil {
+				js.unlock()
+				return resp
+			}
 		}
 		resp, again := c.take(ctx, js, gen)
 		js.unlock()
@@ -207,6 +215,35 @@ func (c *Committer) hold(ctx context.Context, js *jstream, gen string) *wire.Res
 	}
 }
 
+// dropGeneration handles a request of another generation than the held stream's (under
+// js.io): if the manifest has the request's generation (the stream was deleted and created
+// again), the old generation's state is dropped, so that take takes the new stream's role
+// (its windows of the old generation are skipped by every fold); otherwise the request's
+// generation is gone, and it is answered so.
+func (c *Committer) dropGeneration(ctx context.Context, js *jstream, gen string) *wire.Response {
+	c.jmu.Lock()
+	if js.state != roleHeld || js.st.GenerationString() == gen {
+		c.jmu.Unlock()
+		return nil // changed meanwhile: take looks again
+	}
+	c.jmu.Unlock()
+	snap, err := js.m.LoadWithRetry(ctx)
+	switch {
+	case errors.Is(err, manifest.ErrNotExist):
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: err.Error()}}
+	case err != nil:
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "reading the stream's manifest: " + err.Error()}}
+	case snap.State.GenerationString() != gen:
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeGeneration, Message: fmt.Sprintf("the stream's generation is %s, not %s", snap.State.GenerationString(), gen)}}
+	}
+	c.jmu.Lock()
+	if js.state == roleHeld && js.st.GenerationString() != gen {
+		js.state, js.st, js.unfolded, js.snap = roleNone, nil, nil, nil
+	}
+	c.jmu.Unlock()
+	return nil
+}
+
 // take takes the stream's role for the current journal (under js.io): it reads the
 // manifest, seals a journal of another committer whose role has lapsed (or of this process's
 // earlier incarnation), and writes the manifest with the role and a pointer to the current
@@ -216,6 +253,10 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 	if js.state == roleHeld && js.jid == c.jid {
 		c.jmu.Unlock()
 		return nil, false
+	}
+	if c.jclosed {
+		c.jmu.Unlock()
+		return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}, false
 	}
 	// A window built while the stream was held may still be in flight (the role was dropped
 	// meanwhile): the manifest is read once it settled, so the fold below sees it if it
@@ -280,8 +321,8 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 			continue
 		}
 		c.jmu.Lock()
-		defer c.jmu.Unlock()
 		if c.jid != current {
+			c.jmu.Unlock()
 			return nil, true // the journal was reset meanwhile: point at the new one
 		}
 		work := wres.Snapshot.State.Clone()
@@ -289,9 +330,17 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 		work.OwnJournal(current)
 		js.state, js.jid, js.st, js.snap = roleHeld, current, work, &wres.Snapshot
 		js.unfolded, js.untilMs = nil, work.Committer.UntilMs
+		closed := c.jclosed
+		c.jmu.Unlock()
 		if prev.ID != cfg.ID {
 			c.m.roleChanges.Inc()
 			cfg.Logger.Info("took the committer role", "manifest", js.path, "previous", prev.ID, "journal", current)
+		}
+		if closed {
+			// Close began while the role was written, and its last checkpoints may have
+			// passed this stream: give the role up here (nothing was committed).
+			_ = c.checkpoint(ctx, js, true)
+			return &wire.Response{Error: &wire.Error{Code: wire.CodeStopping, Message: "committer closed"}}, false
 		}
 		return nil, false
 	}
@@ -354,9 +403,11 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 	c.jmu.Unlock()
 	ctx = objectstore.WithPurpose(ctx, objectstore.PurposeCommit)
 	var lastErr error
+	interrupted := false // ctx ended between attempts
 	for attempt := 0; attempt < c.cfg.MaxWriteRetries; attempt++ {
 		if attempt > 0 {
 			if c.cfg.Backoff.Sleep(ctx, attempt-1) != nil {
+				interrupted = true
 				break
 			}
 			var err error
@@ -388,6 +439,9 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 		}
 		if len(folds) > 0 {
 			st.Journal.From = max(st.Journal.From, folds[len(folds)-1].num+1)
+			// A fold only raises producer rows: bound the table here, as Apply does for a
+			// direct writer, or it grows with every producer that ever committed.
+			st.PruneProducers(uint64(max(c.cfg.Now().UnixMilli(), 0)))
 		}
 		if retire {
 			st.Journal = nil
@@ -437,6 +491,12 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 	c.jmu.Lock()
 	if retire {
 		c.forgetLocked(js)
+	} else if interrupted && c.ctx.Err() != nil {
+		// Close stopped it: the stream keeps its state, so that Close's last checkpoint
+		// clears the pointer and gives the role up (a write that landed meanwhile is found
+		// by that checkpoint's reload).
+		c.jmu.Unlock()
+		return fmt.Errorf("committer: checkpoint of %s: %w", js.path, c.ctx.Err())
 	} else if js.jid == jid {
 		js.state, js.st, js.unfolded, js.snap = roleNone, nil, nil, nil
 	}

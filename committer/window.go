@@ -1,8 +1,10 @@
 package committer
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/sluice-dev/sluice/committer/wire"
@@ -181,7 +183,17 @@ func (c *Committer) commitWindow(batch []*jpending) {
 
 	var err error
 	if len(sections) > 0 {
-		err = c.writeWindow(jid, num, key, sections, written)
+		// The window is not written again once its oldest request is older than RequestTTL
+		// (as the stream loop's dropGone): no window lands long after its producers sent it.
+		var oldest time.Time
+		for _, sec := range written {
+			for _, pr := range sec.prs {
+				if oldest.IsZero() || pr.at.Before(oldest) {
+					oldest = pr.at
+				}
+			}
+		}
+		err = c.writeWindow(jid, num, key, sections, written, oldest.Add(c.cfg.RequestTTL))
 	}
 
 	c.jmu.Lock()
@@ -214,6 +226,10 @@ func (c *Committer) commitWindow(batch []*jpending) {
 					ans.Tail = sec.tail
 					role := manifest.CommitterRole{ID: c.cfg.ID, URL: c.cfg.URL, UntilMs: sec.untilMs}
 					ans.Role = &role
+				case errors.Is(err, journal.ErrFenced) && anyDuplicate(ans):
+					// A duplicate is committed (by an earlier window, durable and before the
+					// fence): "not committed" would be false of it.
+					ans = &wire.Response{Error: &wire.Error{Code: wire.CodeStorage, Message: "journal fenced; the request repeats committed batches: " + err.Error()}}
 				case errors.Is(err, journal.ErrFenced):
 					ans = &wire.Response{Error: &wire.Error{Code: wire.CodeRoleHeld, Message: "not committed: this committer's journal was fenced by another writer"}}
 				default:
@@ -231,7 +247,7 @@ func (c *Committer) commitWindow(batch []*jpending) {
 
 // writeWindow encodes the sections as window num of journal jid, fixes the carried entries'
 // offsets to where they landed, and writes the window create-only.
-func (c *Committer) writeWindow(jid journal.ID, num uint64, key string, sections []journal.Section, written []*section) error {
+func (c *Committer) writeWindow(jid journal.ID, num uint64, key string, sections []journal.Section, written []*section, retryBy time.Time) error {
 	h := journal.Header{Kind: journal.KindWindow, Journal: jid, Number: num, WrittenAtMs: uint64(max(c.cfg.Now().UnixMilli(), 0))}
 	if _, err := rand.Read(h.Nonce[:]); err != nil {
 		return err
@@ -252,7 +268,7 @@ func (c *Committer) writeWindow(jid journal.ID, num uint64, key string, sections
 	}
 	ctx := objectstore.WithPurpose(c.ctx, objectstore.PurposeCommit)
 	start := time.Now()
-	err = journal.Write(ctx, c.cfg.Store, h, obj)
+	err = journal.Write(ctx, &windowAttempts{Store: c.cfg.Store, backoff: c.cfg.Backoff, retryBy: retryBy}, h, obj)
 	c.m.writeSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.m.writeErrors.Inc()
@@ -262,6 +278,43 @@ func (c *Committer) writeWindow(jid journal.ID, num uint64, key string, sections
 	c.m.writes.Inc()
 	c.m.requestsPerWrite.Observe(float64(len(sections)))
 	return nil
+}
+
+// errWindowTTL: a window write's outcome stayed unknown until its requests were older than
+// RequestTTL; it is not tried again.
+var errWindowTTL = errors.New("committer: the window's requests passed their ttl; not written again")
+
+// windowAttempts is the store one window is written through (journal.Write puts again after
+// an unknown outcome that left nothing): each attempt after the first waits the backoff, and
+// none starts after retryBy.
+type windowAttempts struct {
+	objectstore.Store
+	backoff  manifest.Backoff
+	retryBy  time.Time
+	attempts int
+}
+
+func (w *windowAttempts) Put(ctx context.Context, key string, r io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
+	if w.attempts > 0 {
+		if err := w.backoff.Sleep(ctx, w.attempts-1); err != nil {
+			return objectstore.ObjectInfo{}, err
+		}
+		if time.Now().After(w.retryBy) {
+			return objectstore.ObjectInfo{}, errWindowTTL
+		}
+	}
+	w.attempts++
+	return w.Store.Put(ctx, key, r, size, cond)
+}
+
+// anyDuplicate reports whether ans answers a batch as a duplicate (committed earlier).
+func anyDuplicate(ans *wire.Response) bool {
+	for i := range ans.Batches {
+		if ans.Batches[i].Duplicate {
+			return true
+		}
+	}
+	return false
 }
 
 // hasCarried reports whether any batch of req carries its bytes.
