@@ -318,3 +318,44 @@ func TestJournalPausedCommitterIsFencedOnTakeover(t *testing.T) {
 	acks = append(acks, appendAll(t, pb, "c", 3)...)
 	verifyAt(t, store, "s/manifest", acks)
 }
+
+// TestManifestCommitterSealsAJournalLeftBehind: a committer without journal mode (a daemon
+// restarted without --journal) that finds a manifest naming a lapsed journal committer's
+// journal seals it and commits after its records, none lost.
+func TestManifestCommitterSealsAJournalLeftBehind(t *testing.T) {
+	store := objectstore.NewMemStore()
+	createStream(t, store, "s/manifest")
+	a := journalCommitter(t, store, "a", nil)
+	acks := appendAll(t, localProducer(t, store, "s", a, nil), "a", 5)
+	// a is gone without giving up its role; b, without a journal, runs a minute ahead.
+	ahead := func() time.Time { return time.Now().Add(time.Minute) }
+	cfg := committer.DefaultConfig()
+	cfg.Store, cfg.ID, cfg.URL, cfg.Now = store, "b", "http://b.test", ahead
+	cfg.Backoff = manifest.Backoff{Initial: 100 * time.Microsecond, Max: 5 * time.Millisecond, Multiplier: 2}
+	b, err := committer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	// A request naming an uploaded batch object, straight to b: it must commit it.
+	req := carriedRequest(t, store, "s/manifest", "uploaded", 1)
+	key := stream.MustNew("s/manifest", "s/data").BatchKey(stream.BatchName{UnixMilli: time.Now().UnixMilli(), Random: 1})
+	if _, err := objectstore.PutBytes(context.Background(), store, key, req.Batches[0].Data, objectstore.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	req.Batches[0].Key, req.Batches[0].Data = key, nil
+	resp := b.Commit(context.Background(), req)
+	if resp.Error != nil {
+		t.Fatalf("a committer without a journal refused a commit to a stream with a journal left behind: %+v", resp.Error)
+	}
+	acks = append(acks, acked{bodies: []string{"uploaded"}, ack: producer.Ack{Start: resp.Batches[0].Appends[0].Start}})
+	acks = append(acks, appendAll(t, localProducer(t, store, "s", b, ahead), "b", 5)...)
+	snap, err := manifest.Open(store, "s/manifest").Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State.Journal != nil {
+		t.Fatalf("the manifest still names journal %+v", snap.State.Journal)
+	}
+	verifyAt(t, store, "s/manifest", acks)
+}

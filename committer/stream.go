@@ -123,6 +123,15 @@ func (s *stream) commit(group []*pending) {
 			s.snap, s.held = nil, false // read again next time: the role may lapse
 			return
 		}
+		if st.Journal != nil {
+			// A journal committer (this URL's earlier instance with --journal, or one whose
+			// role lapsed) left commits in its journal: seal it and fold them in first.
+			if _, err := s.m.SealJournal(s.c.ctx); err != nil {
+				lastErr = err
+			}
+			s.snap = nil
+			continue
+		}
 		answers := make([]*wire.Response, len(group))
 		batches, checkpoints, writing := 0, 0, 0
 		for i, pr := range group {

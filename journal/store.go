@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -89,13 +90,30 @@ func Resolve(ctx context.Context, s objectstore.Store, key string, nonce [16]byt
 	return OutcomeTheirs, nil
 }
 
+// Delays between the puts of one object after unknown outcomes that left nothing: doubling
+// from rewriteDelay up to maxRewriteDelay. A caller bounds the whole by ctx.
+const (
+	rewriteDelay    = 10 * time.Millisecond
+	maxRewriteDelay = time.Second
+)
+
 // Write puts obj (encoded with header h) create-only at its key and settles an unknown
 // outcome by reading it back. It returns nil once the object is durable, ErrFenced when a
 // fence holds the number, and objectstore.ErrPreconditionFailed when another window does (a
 // second writer on the same journal: a bug in the caller).
 func Write(ctx context.Context, s objectstore.Store, h Header, obj []byte) error {
 	key := Key(h.Journal, h.Number)
-	for {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			// A put again after an unknown outcome that left nothing: never in a tight loop.
+			t := time.NewTimer(min(rewriteDelay<<min(attempt-1, 10), maxRewriteDelay))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
 		_, err := s.Put(ctx, key, bytes.NewReader(obj), int64(len(obj)), objectstore.IfAbsent())
 		if err == nil {
 			return nil

@@ -112,6 +112,9 @@ func (p *Producer) commitGroup(group []*batch) {
 			}
 			p.c.stale = false
 		}
+		if !p.uploadAll(group) {
+			return // stopping, or a batch of the group expired
+		}
 		if p.c.snap.State.Journal != nil {
 			// A committer's journal holds commits of the stream: no direct write until it is
 			// sealed, and only a journal whose committer's role lapsed is sealed.

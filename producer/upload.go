@@ -123,6 +123,12 @@ func (p *Producer) uploadCarried(group []*batch) bool {
 	if p.c.client.CanCarry() {
 		return true
 	}
+	return p.uploadAll(group)
+}
+
+// uploadAll uploads every carried batch of the group, before a direct write (which names
+// objects): the route may have changed since uploadCarried looked.
+func (p *Producer) uploadAll(group []*batch) bool {
 	for _, b := range group {
 		if b.carried() {
 			if err := p.upload(b); err != nil {
