@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/batchfmt"
 	"github.com/sluice-dev/sluice/committer"
 	"github.com/sluice-dev/sluice/consumer"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/faultstore"
@@ -39,6 +40,9 @@ type Result struct {
 	MaxEntries, MaxRefs        int
 	Segments                   int    // segment references in the final manifest
 	Dropped                    uint64 // records the collector dropped (queue mode: consumed)
+	// Journal objects in the store at the end: windows committers wrote, and fences of
+	// journals sealed by a taker or a direct writer (journal scenarios).
+	JournalWindows, JournalFences int
 }
 
 // ackedAppend is an append whose ticket resolved with an ack.
@@ -238,7 +242,25 @@ func (h *harness) result() Result {
 		res.Dropped = st.FirstSeq()
 		res.Segments = len(st.Segments)
 	}
+	res.JournalWindows, res.JournalFences = h.journalObjects()
 	return res
+}
+
+// journalObjects counts the windows and fences in the store.
+func (h *harness) journalObjects() (windows, fences int) {
+	ctx := context.Background()
+	_ = objectstore.ListAll(ctx, h.base, journal.Root, func(o objectstore.ObjectInfo) error {
+		hd, _, err := journal.ReadIndex(ctx, h.base, o.Key)
+		switch {
+		case err != nil:
+		case hd.Kind == journal.KindFence:
+			fences++
+		default:
+			windows++
+		}
+		return nil
+	})
+	return windows, fences
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -96,7 +96,7 @@ func TestSim(t *testing.T) {
 	t.Logf("seeds %d..%d (replay one with -sim.seed=N)", *flagFirst, *flagFirst+uint64(n)-1)
 	var mu sync.Mutex
 	var total Result
-	var crashedMembers, sealed, queueDrops, zombies int
+	var crashedMembers, sealed, queueDrops, zombies, windows, fences int
 	t.Run("seeds", func(t *testing.T) {
 		for i := range n {
 			seed := *flagFirst + uint64(i)
@@ -125,13 +125,15 @@ func TestSim(t *testing.T) {
 					sealed++
 				}
 				zombies += res.Zombies
+				windows += res.JournalWindows
+				fences += res.JournalFences
 				if res.Dropped > 0 {
 					queueDrops++
 				}
 			})
 		}
 	})
-	t.Logf("committers: %d requests committed, %d requests or replies lost", total.CommitterCommits, total.Lost)
+	t.Logf("committers: %d requests committed, %d requests or replies lost; journals: %d windows, %d fences (sealed journals)", total.CommitterCommits, total.Lost, windows, fences)
 	t.Logf("total: appended %d, acked %d, expired %d records; %d crashes; %d late writes; faults %+v; gc deleted %d objects; consumers delivered %d (%d runs restarted a member); %d runs sealed segments; %d queue runs dropped consumed entries; %d zombie members",
 		total.Appended, total.Acked, total.Expired, total.Crashes, total.LateWrites, total.Faults, total.Deleted, total.Delivered, crashedMembers, sealed, queueDrops, zombies)
 	if n < 100 {
@@ -145,6 +147,7 @@ func TestSim(t *testing.T) {
 		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
 		"zombie members": int64(zombies), "committer commits": int64(total.CommitterCommits),
 		"lost commit requests or replies": int64(total.Lost),
+		"journal windows": int64(windows), "sealed journals": int64(fences),
 	} {
 		if got == 0 {
 			t.Errorf("%d seeds produced no %s", n, what)
