@@ -164,10 +164,19 @@ func (r *running) create(tb testing.TB, basin, name string) {
 
 // TestFollowerInAnotherProcessIsToldByTheCommitter: a library follower with its own store
 // handle and hub follows a stream whose role the daemon holds: every record appended
-// through the daemon arrives, in order, without the follower polling the store in between.
+// through the daemon arrives, in order, without the follower polling the store in between;
+// with --journal too, where the daemon's answers carry its view with the journal folded in.
 func TestFollowerInAnotherProcessIsToldByTheCommitter(t *testing.T) {
+	for _, journal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journal=%v", journal), func(t *testing.T) { followerIsToldByTheCommitter(t, journal) })
+	}
+}
+
+func followerIsToldByTheCommitter(t *testing.T, journal bool) {
 	base := objectstore.NewMemStore()
-	r := start(t, testConfig(base))
+	cfg := testConfig(base)
+	cfg.Journal = journal
+	r := start(t, cfg)
 	defer r.stop(t)
 	r.create(t, "watch-basin", "events")
 	r.appendOne(t, "watch-basin", "events", "first") // the daemon's committer takes the role
@@ -179,9 +188,11 @@ func TestFollowerInAnotherProcessIsToldByTheCommitter(t *testing.T) {
 	for i := range 10 {
 		body := fmt.Sprintf("rec-%d", i)
 		r.appendOne(t, "watch-basin", "events", body)
-		b, err := f.sess.Next(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		b, err := f.sess.Next(ctx)
+		cancel()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s not delivered: %v", body, err)
 		}
 		if len(b.Records) != 1 || string(b.Records[0].Body) != body {
 			t.Fatalf("delivered %d records (%q...), want %q alone", len(b.Records), b.Records[0].Body, body)

@@ -40,8 +40,9 @@
 // Config.Remote enabled, each watcher, once it holds a manifest, long-polls the watch
 // endpoint (Handler, served by a daemon at Path with the committers' token) of the committer
 // that manifest names (the live role's URL, else Remote.Committer.URL, else a lapsed role's
-// holder, which still sees the stream's commits). The request names the generation and write
-// counter held; the daemon's hub answers as soon as it holds a later manifest (at once for
+// holder, which still sees the stream's commits). The request names the generation, write
+// counter and tail held; the daemon's hub answers as soon as it holds a later manifest, or,
+// for a stream with a journal, a view whose tail passed it (sent with the journal folded in) (at once for
 // the daemon's own commits, which are published to it; within its own poll interval for
 // others'), with the manifest's bytes and store version, or "unchanged" after
 // Config.ServeHold. The answer is decoded and taken exactly as a publish: only a later write

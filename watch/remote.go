@@ -62,7 +62,7 @@ func (r *remote) watch(ctx context.Context, base, key string, st *manifest.State
 	ctx, cancel := context.WithTimeout(ctx, r.hold+r.cfg.RequestSlack)
 	defer cancel()
 	q := url.Values{"manifest": {key}, "generation": {hex.EncodeToString(st.Generation[:])},
-		"after": {strconv.FormatUint(st.WriteCounter, 10)}}
+		"after": {strconv.FormatUint(st.WriteCounter, 10)}, "tail": {strconv.FormatUint(st.Tail.SeqNum, 10)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+Path+"?"+q.Encode(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("watch: %s: %w", base, err)
@@ -175,7 +175,22 @@ func (w *watcher) setRemote(ok bool) bool {
 // watcher poll the store to find out.
 func (w *watcher) adoptRemote(snap *manifest.Snapshot) {
 	if snap.State.Journal != nil {
-		w.pokeNow() // not a view until its journal is folded in: the poll does it
+		// The committer's view, its journal folded in as far as it saw: taken when it goes
+		// further than ours (same generation, a later tail, no older manifest), else the
+		// poll folds for itself.
+		w.mu.Lock()
+		cur := w.snap
+		take := cur != nil && w.err == nil && snap.State.Generation == cur.State.Generation &&
+			snap.State.WriteCounter >= cur.State.WriteCounter && snap.State.Tail.SeqNum > cur.State.Tail.SeqNum
+		if take {
+			w.snap, w.viewPoll, w.version = snap, 0, snap.Version
+			w.h.m.wakes.WithLabelValues("remote").Inc()
+			w.broadcastLocked()
+		}
+		w.mu.Unlock()
+		if !take {
+			w.pokeNow()
+		}
 		return
 	}
 	w.mu.Lock()

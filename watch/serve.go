@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,10 +31,12 @@ type Answer struct {
 }
 
 // Handler serves the hub's view of the streams of store at Path to followers in other
-// processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER subscribes to the stream,
-// sends 200's headers at once, and answers (an Answer), as soon as the hub holds a manifest
-// of another generation or of a higher write counter, with it; after Config.ServeHold with
-// nothing newer, Unchanged. A bad query is 400 (nothing is held).
+// processes: GET ?manifest=KEY&generation=HEX&after=WRITE_COUNTER[&tail=SEQ_NUM] subscribes
+// to the stream, sends 200's headers at once, and answers (an Answer), as soon as the hub
+// holds a manifest of another generation or of a higher write counter, or, for a stream with
+// a journal, a view whose tail passed tail (its windows folded in: package manifest's
+// FoldJournal), with it; after Config.ServeHold with nothing newer, Unchanged. A bad query is
+// 400 (nothing is held).
 // The subscription outlives the request by Config.ServeLinger, so that a follower's next
 // request finds the stream's watcher holding its view.
 // A missing or deleted stream, or another read failure, is an Answer's Error. Only
@@ -58,6 +61,13 @@ func (h *Hub) Handler(store objectstore.Store) http.Handler {
 		if err != nil {
 			http.Error(rw, "after: not a write counter", http.StatusBadRequest)
 			return
+		}
+		tail := uint64(math.MaxUint64) // without tail=, only manifest writes answer
+		if t := q.Get("tail"); t != "" {
+			if tail, err = strconv.ParseUint(t, 10, 64); err != nil {
+				http.Error(rw, "tail: not a seq_num", http.StatusBadRequest)
+				return
+			}
 		}
 		sub, err := h.Subscribe(store, key)
 		switch {
@@ -99,7 +109,10 @@ func (h *Hub) Handler(store objectstore.Store) http.Handler {
 				answer(Answer{Error: err.Error(), Missing: errors.Is(err, manifest.ErrNotExist)})
 				return
 			}
-			if snap.State.Generation != gen || snap.State.WriteCounter > after {
+			if snap.State.Generation != gen || snap.State.WriteCounter > after ||
+				(snap.State.Journal != nil && snap.State.Tail.SeqNum > tail) {
+				// A journal'd stream's view moves with its windows, not only its manifest
+				// writes: the hub's view is sent folded.
 				answer(Answer{Version: snap.Version, Manifest: snap.State.Encode()})
 				return
 			}

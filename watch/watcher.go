@@ -99,9 +99,9 @@ func (w *watcher) run() {
 			interval = min(2*interval, cfg.MaxInterval)
 		}
 		w.mu.Lock()
-		if w.remoteOK && !w.journaledLocked() {
-			// A remote watch answers for manifest writes, not for the windows of a
-			// journal: a journal'd view keeps polling.
+		if w.remoteOK {
+			// A remote watch answers for manifest writes and, with the view's tail in the
+			// request, for a journal's windows.
 			interval = cfg.Remote.SafetyInterval
 		}
 		w.mu.Unlock()
@@ -117,11 +117,6 @@ func (w *watcher) run() {
 // newer reports whether a is a later view than b of the same generation: a later manifest,
 // or the same manifest folded further into its journal.
 func newer(a, b *manifest.State) bool { return journalview.Newer(a, b) }
-
-// journaledLocked reports whether the view names a journal. Callers hold mu.
-func (w *watcher) journaledLocked() bool {
-	return w.snap != nil && w.err == nil && w.snap.State.Journal != nil
-}
 
 // poll reads the manifest once, conditionally on the version held, and folds its journal:
 // when the manifest is not modified, from where the view got to (one GET of the next
