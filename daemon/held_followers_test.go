@@ -14,7 +14,7 @@ import (
 
 // sseFollow opens an SSE read session of basin/name from seq_num 0 and sends every data
 // line it receives on the returned channel until the test ends.
-func (r *running) sseFollow(t *testing.T, basin, name string) <-chan string {
+func (r *running) sseFollow(t testing.TB, basin, name string) <-chan string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -49,7 +49,7 @@ func (r *running) sseFollow(t *testing.T, basin, name string) <-chan string {
 }
 
 // waitFor reads lines until one contains want, failing after d.
-func waitFor(t *testing.T, lines <-chan string, want string, d time.Duration) {
+func waitFor(t testing.TB, lines <-chan string, want string, d time.Duration) {
 	t.Helper()
 	deadline := time.After(d)
 	for {

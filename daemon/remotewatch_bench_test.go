@@ -12,22 +12,24 @@ import (
 
 // BenchmarkCrossProcessFollow: a library follower in another process (its own store handle
 // and hub) follows a stream whose role a daemon holds, on the file store, through the
-// committer's watch (watch) or by polling the store on the default intervals (poll, the
-// baseline). Reported: append→delivery latency p50/p99 (and the append's own ack, which it includes, and what follows the ack) of one record appended through the
+// committer's watch (watch; watch-journal with the daemon's --journal) or by polling the
+// store on the default intervals (poll, the baseline). Reported: append→delivery latency p50/p99 (and the append's own ack, which it includes, and what follows the ack) of one record appended through the
 // daemon's API after the stream was idle for idle ms (so the poll follower has backed off
 // as an idle follower has), and the store requests a second of the follower and of the
 // daemon while the stream is idle (2 s measured).
 func BenchmarkCrossProcessFollow(b *testing.B) {
 	const idle = 300 * time.Millisecond
-	for _, mode := range []string{"watch", "poll"} {
+	for _, mode := range []string{"watch", "poll", "watch-journal"} {
 		b.Run(mode, func(b *testing.B) {
 			dc := &purposes{n: map[objectstore.Purpose]int{}}
 			base := storetest.File(b)
-			r := start(b, testConfig(objectstore.Instrument(base, dc)))
+			cfg := testConfig(objectstore.Instrument(base, dc))
+			cfg.Journal = mode == "watch-journal"
+			r := start(b, cfg)
 			defer r.stop(b)
 			r.create(b, "watch-basin", "events")
 			r.appendOne(b, "watch-basin", "events", "first")
-			f := followFromOtherProcess(b, base, "watch-basin", "events", mode == "watch", nil)
+			f := followFromOtherProcess(b, base, "watch-basin", "events", mode != "poll", nil)
 			// The follower waits at the tail all along, as a live reader does.
 			delivered := make(chan string, 1)
 			go func() {

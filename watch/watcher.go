@@ -244,9 +244,16 @@ func (w *watcher) takeLocked(snap *manifest.Snapshot, source string) bool {
 func (w *watcher) publish(snap *manifest.Snapshot) {
 	if snap.State.Journal != nil {
 		// A manifest written with a journal pointer is not a view (its windows are not
-		// folded in): the poll reads and folds it.
+		// folded in): the poll reads and folds it, unless the view is at its tail already
+		// (a checkpoint of windows the view holds).
+		w.mu.Lock()
+		have := w.snap != nil && w.err == nil && w.snap.State.Generation == snap.State.Generation &&
+			w.snap.State.Tail.SeqNum >= snap.State.Tail.SeqNum
+		w.mu.Unlock()
 		w.h.m.publishes.WithLabelValues("snapshot", "no").Inc()
-		w.pokeNow()
+		if !have {
+			w.pokeNow()
+		}
 		return
 	}
 	w.mu.Lock()
