@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-dev/sluice/batchfmt"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 )
 
@@ -26,7 +27,17 @@ type Request struct {
 	// Checkpoints move consumer groups' checkpoints in the same write (a group member's
 	// acks), so that acking does not compete with commits for the manifest's writes.
 	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+	// Journal, set, makes the request a probe: "is your current journal this one?" (16 hex
+	// digits, journal.ID.String()). A taker asks it of a role's holder before sealing the
+	// holder's journal. A probe carries no batches and no checkpoints; its ManifestPath and
+	// Generation are not looked at. The answer has no Error (and the holder's Role, vouched
+	// for from its clock) when the committer commits through that journal now, else
+	// CodeNotHolder.
+	Journal string `json:"journal,omitempty"`
 }
+
+// IsProbe reports whether r is a probe (Journal set) rather than a commit.
+func (r *Request) IsProbe() bool { return r.Journal != "" }
 
 // Checkpoint asks to move a group's checkpoint to SeqNum (never backwards), as its member
 // of Epoch; a stale epoch is refused as manifest.State.SetCheckpoint refuses it.
@@ -87,8 +98,10 @@ type Record struct {
 // stream's tail after the write; or Error, when nothing of the request was committed.
 type Response struct {
 	Tail manifest.Position `json:"tail"`
-	// Role is the stream's committer role as this answer's write left it (renewed), so that
-	// writers keep sending to it without reading the manifest.
+	// Role is the stream's committer role as the committer vouches for it, so that writers
+	// keep sending to it without reading the manifest: as this answer's write left it
+	// (renewed), or, from a journal committer (which does not renew roles by writes), its
+	// own clock's now plus its lease.
 	Role        *manifest.CommitterRole `json:"role,omitempty"`
 	Batches     []BatchResult           `json:"batches,omitempty"`
 	Checkpoints []CheckpointResult      `json:"checkpoints,omitempty"`
@@ -117,6 +130,7 @@ const (
 	CodeStopping   = "stopping"    // the committer is shutting down
 	CodeStorage    = "storage"     // the store failed; the outcome is unknown
 	CodeBadRequest = "bad_request" // not a commit request
+	CodeNotHolder  = "not_holder"  // a probe's journal is not the committer's current one
 )
 
 // Error is a request that was not committed. Nothing of it is in the stream, except after
@@ -132,6 +146,15 @@ func (e *Error) Error() string { return fmt.Sprintf("committer: %s: %s", e.Code,
 
 // Validate reports what is wrong with r, or nil.
 func (r *Request) Validate() error {
+	if r.IsProbe() {
+		if len(r.Batches) > 0 || len(r.Checkpoints) > 0 {
+			return fmt.Errorf("a probe carries no batches and no checkpoints")
+		}
+		if _, err := journal.ParseID(r.Journal); err != nil {
+			return err
+		}
+		return nil
+	}
 	if r.ManifestPath == "" || (len(r.Batches) == 0 && len(r.Checkpoints) == 0) {
 		return fmt.Errorf("a request needs a manifest path, and batches or checkpoints")
 	}

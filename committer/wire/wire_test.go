@@ -115,3 +115,29 @@ func TestBatchCrossesTheWireAsApplied(t *testing.T) {
 		t.Errorf("rejected append's error %v, want a seq_num mismatch expecting 2 (after the first append)", got.Appends[1].Err)
 	}
 }
+
+// TestProbeIsARequestOfItsOwn: a probe names a journal and nothing else, and crosses the wire
+// as one field; one that also carries batches or checkpoints, or a malformed id, is invalid.
+func TestProbeIsARequestOfItsOwn(t *testing.T) {
+	probe := &wire.Request{Journal: "00000000000000ab"}
+	if err := probe.Validate(); err != nil || !probe.IsProbe() {
+		t.Fatalf("probe: valid %v, is a probe %v", err, probe.IsProbe())
+	}
+	b, err := json.Marshal(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"manifest_path":"","generation":"","journal":"00000000000000ab"}`; string(b) != want {
+		t.Fatalf("probe JSON %s, want %s", b, want)
+	}
+	for _, bad := range []*wire.Request{
+		{Journal: "ab"},
+		{Journal: "00000000000000AB"},
+		{Journal: "00000000000000ab", ManifestPath: "s/manifest", Checkpoints: []wire.Checkpoint{{Group: "g"}}},
+		{Journal: "00000000000000ab", ManifestPath: "s/manifest", ProducerID: "p", Batches: []wire.Batch{{Key: "k"}}},
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v is valid", bad)
+		}
+	}
+}
