@@ -31,10 +31,13 @@ func New(cfg Config) (*Client, error) {
 }
 
 // Observe records the stream's committer role as the caller just read it in the manifest
-// (the zero role: none).
+// (the zero role: none). The same holder's lease never moves back: a journal committer
+// vouches for its role in its answers (later than the manifest's, which it does not renew).
 func (c *Client) Observe(role manifest.CommitterRole) {
 	c.mu.Lock()
-	c.role = role
+	if role.ID == "" || role.ID != c.role.ID || role.URL != c.role.URL || role.UntilMs > c.role.UntilMs {
+		c.role = role
+	}
 	c.mu.Unlock()
 }
 
