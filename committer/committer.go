@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/committer/wire"
 	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
@@ -69,6 +70,10 @@ type Config struct {
 	// stream keeps its role while idle, so its commits keep passing through here (Hold).
 	// Journal only.
 	Followed func(key string) bool
+	// Transport carries probes to other committers (is the holder of a lapsed role still
+	// alive?) before this one seals their journals. Journal only. Default nil:
+	// commitclient.HTTP without a token.
+	Transport commitclient.Transport
 }
 
 // DefaultConfig returns the defaults; Store, ID and URL are left empty.
@@ -165,6 +170,9 @@ func New(cfg Config) (*Committer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Transport == nil {
+		cfg.Transport = &commitclient.HTTP{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Committer{cfg: cfg, m: m, ctx: ctx, cancel: cancel, streams: map[string]*stream{}}
 	if cfg.Journal {
@@ -192,6 +200,9 @@ func (c *Committer) URL() string { return c.cfg.URL }
 func (c *Committer) Commit(ctx context.Context, req *wire.Request) *wire.Response {
 	if err := req.Validate(); err != nil {
 		return &wire.Response{Error: &wire.Error{Code: wire.CodeInvalid, Message: err.Error()}}
+	}
+	if req.IsProbe() {
+		return c.answerProbe(req)
 	}
 	if c.cfg.Journal {
 		return c.commitJournal(ctx, req)

@@ -297,8 +297,13 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 		c.jmu.Unlock()
 		if st.Journal != nil && st.Journal.ID != current {
 			// Another journal holds commits the manifest does not show: its committer's role
-			// lapsed (TakeRole said so) or it was an earlier incarnation of ours. Close it
-			// and fold it in, then look again.
+			// lapsed (TakeRole said so) or it was an earlier incarnation of ours. A holder
+			// that still commits through it (it renews no lease by writes) keeps the stream:
+			// the writer is sent there. Else close the journal and fold it in, then look
+			// again.
+			if role := c.holderAlive(ctx, prev, st.Journal.ID); role != nil {
+				return &wire.Response{Error: &wire.Error{Code: wire.CodeRoleHeld, Message: fmt.Sprintf("%s at %s still commits the stream through journal %s", role.ID, role.URL, st.Journal.ID), Holder: role}}, false
+			}
 			if _, err := js.m.SealJournal(ctx); err != nil {
 				lastErr = err
 				continue

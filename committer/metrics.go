@@ -12,6 +12,7 @@ type metrics struct {
 	batchesPerWrite, requestsPerWrite                                  prometheus.Histogram
 	writeSeconds, requestSeconds                                       prometheus.Histogram
 	streams                                                            prometheus.Gauge
+	probes                                                             *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +38,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		requestSeconds:     h("request_seconds", "Time from a commit request's arrival to its answer.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "sluice", Subsystem: "committer", Name: "streams",
 			Help: "Streams with a commit loop (one that took a request within the idle timeout)."}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "sluice", Subsystem: "committer", Name: "journal_probes_total",
+			Help: "Probes of a lapsed role's holder before sealing its journal, by outcome: alive (not sealed), not_holder, unanswered."}, []string{"outcome"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -54,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) all() []prometheus.Collector {
-	return []prometheus.Collector{m.writes, m.writeErrors, m.throttled, m.roleChanges, m.requests, m.checkpoints, m.journalCheckpoints, m.journalSeals, m.journalResets, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds, m.streams}
+	return []prometheus.Collector{m.writes, m.writeErrors, m.throttled, m.roleChanges, m.requests, m.checkpoints, m.journalCheckpoints, m.journalSeals, m.journalResets, m.batchesPerWrite, m.requestsPerWrite, m.writeSeconds, m.requestSeconds, m.streams, m.probes}
 }
 
 func (m *metrics) unregister(reg prometheus.Registerer) {
