@@ -34,8 +34,11 @@
 // window is durable (one window in flight, so every earlier one is durable too). A stream's
 // manifest is written when the committer takes its role (pointing at the journal from its
 // next window), at checkpoints (every CheckpointInterval, folding the stream's durable
-// windows in and renewing the role) and when the stream retires or the committer closes
-// (pointer cleared, role given up). Batches may carry their bytes (wire.Batch.Data) from a
+// windows in) and when the stream retires or the committer closes (pointer cleared, role
+// given up). No write only renews a role: the committer's answers vouch for it (Role, a
+// Lease from its clock's now), and a committer that finds the role lapsed in the manifest
+// probes the holder (wire.Request.Journal) and sends the writer there while it answers,
+// sealing its journal only when it does not. Batches may carry their bytes (wire.Batch.Data) from a
 // producer in the process; their entries then name byte ranges of the window. A failed or
 // fenced window starts a new journal: the requests of that window are answered as not
 // committed (fenced) or of unknown outcome, and each stream takes its role again, sealing

@@ -5,30 +5,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dev/sluice/manifest"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/objectstore"
 )
 
-// TestJournalRenewsTheLeaseByItsOwnClock: a held stream's role is renewed before it lapses
-// by Config.Now, the clock the lease is written with, also when that clock is ahead of
-// time.Now: a lapsed role lets a direct writer fence the whole journal.
-func TestJournalRenewsTheLeaseByItsOwnClock(t *testing.T) {
+// TestJournalVouchesForItsRoleByItsOwnClock: a journal committer renews no lease by writes
+// (a direct writer probes it before sealing its journal: TestProducerDoesNotSealALiveHolder);
+// its answers and probes vouch for its role with a lease from Config.Now, the clock the
+// manifest's leases are written with, also when that clock is ahead of time.Now.
+func TestJournalVouchesForItsRoleByItsOwnClock(t *testing.T) {
 	store := objectstore.NewMemStore()
 	createStream(t, store, "s/manifest")
-	ahead := func() time.Time { return time.Now().Add(1500 * time.Millisecond) } // 3/4 of the lease
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
 	c := journalCommitter(t, store, "c1", ahead)
-	if resp := c.Commit(context.Background(), carriedRequest(t, store, "s/manifest", "one", 1)); resp.Error != nil {
+	resp := c.Commit(context.Background(), carriedRequest(t, store, "s/manifest", "one", 1))
+	if resp.Error != nil {
 		t.Fatalf("commit: %+v", resp.Error)
 	}
-	// Nothing more is committed: the stream stays held (IdleTimeout is a minute), and only
-	// renewals keep its role live.
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		snap, err := manifest.Open(store, "s/manifest").Load(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if role := snap.State.Committer; snap.State.Journal != nil && !role.Live(ahead()) {
-			t.Fatalf("the role lapsed by the committer's clock while it held the stream: %+v, now %d", role, ahead().UnixMilli())
-		}
+	if r := resp.Role; r == nil || r.ID != "c1" || !r.Live(ahead()) {
+		t.Fatalf("the answer vouched for %+v, want c1's role live by its clock (%d)", r, ahead().UnixMilli())
+	}
+	alive, role, err := commitclient.Probe(context.Background(), nil, c, c.URL(), journalOf(t, store))
+	if err != nil || !alive || role.ID != "c1" || !role.Live(ahead()) {
+		t.Fatalf("probe: alive %v, role %+v, err %v; want c1's role live by its clock", alive, role, err)
 	}
 }

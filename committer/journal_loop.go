@@ -12,9 +12,10 @@ const maxConcurrentCheckpoints = 16
 
 // checkpointLoop brings the manifests of the journal's streams up to date (docs/journal.md,
 // "Checkpoints"): a stream is checkpointed CheckpointInterval after its first commit that
-// its manifest does not show, when CheckpointWindows windows hold such commits, and before
-// its role's lease is half gone; a stream without a request for IdleTimeout is retired (its
-// manifest no longer points at the journal and the role is given up).
+// its manifest does not show, and when CheckpointWindows windows hold such commits, never
+// only to renew its role (the committer answers probes instead: see probe.go); a stream
+// without a request for IdleTimeout is retired (its manifest no longer points at the
+// journal and the role is given up).
 func (c *Committer) checkpointLoop() {
 	defer c.wg.Done()
 	tick := time.NewTicker(min(time.Second, c.cfg.CheckpointInterval/4))
@@ -58,8 +59,6 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 	c.jmu.Lock()
 	defer c.jmu.Unlock()
 	var out []due
-	// The lease is written by Config.Now's clock: judge it by that clock.
-	renewBy := uint64(max(c.cfg.Now().Add(c.cfg.Lease/2).UnixMilli(), 0))
 	for _, js := range c.jstreams {
 		if js.state != roleHeld {
 			if js.state == roleNone && c.idleFor(js, now) {
@@ -75,8 +74,6 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 		case c.idleFor(js, now):
 			out = append(out, due{js, true})
 		case windows > 0 && (now.Sub(js.since) >= c.cfg.CheckpointInterval || windows >= c.cfg.CheckpointWindows || bytes >= checkpointBytes):
-			out = append(out, due{js, false})
-		case js.untilMs <= renewBy:
 			out = append(out, due{js, false})
 		}
 	}

@@ -56,7 +56,6 @@ type jstream struct {
 	inflight int                // windows built with the stream and not yet settled
 	last     time.Time          // the last request for the stream
 	users    int                // Commit calls using this jstream: it stays in the map while any
-	untilMs  uint64             // the role's lease as last written
 }
 
 // lock takes js.io, or fails when ctx ends first.
@@ -334,7 +333,7 @@ func (c *Committer) take(ctx context.Context, js *jstream, gen string) (resp *wi
 		work.Entries, work.Segments = nil, nil
 		work.OwnJournal(current)
 		js.state, js.jid, js.st, js.snap = roleHeld, current, work, &wres.Snapshot
-		js.unfolded, js.untilMs = nil, work.Committer.UntilMs
+		js.unfolded = nil
 		closed := c.jclosed
 		c.jmu.Unlock()
 		if prev.ID != cfg.ID {
@@ -382,8 +381,9 @@ func (c *Committer) checkpointsOnly(ctx context.Context, req *wire.Request) *wir
 // errLost: a checkpoint found the manifest no longer pointing at this committer's journal.
 var errLost = errors.New("committer: the stream's manifest no longer points at this journal")
 
-// checkpoint folds the stream's durable windows into its manifest and renews the role, or,
-// with retire, also clears the pointer and gives the role up (under js.io).
+// checkpoint folds the stream's durable windows into its manifest (writing the role, with a
+// lease from now, as any write does), or, with retire, also clears the pointer and gives
+// the role up (under js.io).
 func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) error {
 	c.jmu.Lock()
 	if js.state != roleHeld {
@@ -484,7 +484,6 @@ func (c *Committer) checkpoint(ctx context.Context, js *jstream, retire bool) er
 		if retire {
 			c.forgetLocked(js)
 		} else {
-			js.untilMs = wres.Snapshot.State.Committer.UntilMs
 			js.st.Config = wres.Snapshot.State.Config // a reconfiguration takes effect
 		}
 		c.jmu.Unlock()

@@ -253,3 +253,24 @@ func TestProbeOfAnOldJournalAfterResetAnswersNotHolder(t *testing.T) {
 	}
 	verifyAt(t, store, "s/manifest", acks)
 }
+
+// TestJournalRenewsNoRoleByWrites: once a held stream's commits are checkpointed, its
+// manifest is not written again while the stream has no commits, however often its lease
+// lapses, and the committer's answers vouch for the role from its own clock instead.
+func TestJournalRenewsNoRoleByWrites(t *testing.T) {
+	store := &putCounter{Store: objectstore.NewMemStore()}
+	createStream(t, store, "s/manifest")
+	const lease = 200 * time.Millisecond
+	c := netCommitter(t, store, "c", newTestNet(), lease, nil)
+	appendAll(t, localProducer(t, store, "s", c, nil), "a", 3)
+	time.Sleep(2 * lease) // the checkpoint (lease/2 after the commits) is written
+	before := store.manifests.Load()
+	time.Sleep(5 * lease)
+	if n := store.manifests.Load() - before; n != 0 {
+		t.Fatalf("%d manifest writes while the stream was idle and held", n)
+	}
+	resp := c.Commit(context.Background(), carriedRequest(t, store, "s/manifest", "x", 1))
+	if resp.Error != nil || resp.Role == nil || resp.Role.ID != "c" || !resp.Role.Live(time.Now()) {
+		t.Fatalf("answer %+v, role %+v: want the role vouched for", resp.Error, resp.Role)
+	}
+}

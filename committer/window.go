@@ -89,7 +89,6 @@ type section struct {
 	deltaLen int
 	size     int               // bytes of the section
 	tail     manifest.Position // the tail after the window
-	untilMs  uint64            // the role's lease when the window was built
 }
 
 // commitWindow applies batch to the streams' working states, writes the window, and answers.
@@ -153,7 +152,7 @@ func (c *Committer) commitWindow(batch []*jpending) {
 	var written []*section
 	for _, sec := range order {
 		st := sec.js.st
-		sec.tail, sec.untilMs = st.Tail, sec.js.untilMs
+		sec.tail = st.Tail
 		if len(st.Entries) == 0 {
 			continue // every request refused or a duplicate: nothing to write
 		}
@@ -217,15 +216,14 @@ func (c *Committer) commitWindow(batch []*jpending) {
 	}
 	c.jmu.Unlock()
 
+	role := c.vouch() // no manifest write renews the role: the answers do
 	for _, sec := range order {
 		for i, pr := range sec.prs {
 			ans := sec.answers[i]
 			if ans.Error == nil {
 				switch {
 				case err == nil:
-					ans.Tail = sec.tail
-					role := manifest.CommitterRole{ID: c.cfg.ID, URL: c.cfg.URL, UntilMs: sec.untilMs}
-					ans.Role = &role
+					ans.Tail, ans.Role = sec.tail, role
 				case errors.Is(err, journal.ErrFenced) && anyDuplicate(ans):
 					// A duplicate is committed (by an earlier window, durable and before the
 					// fence): "not committed" would be false of it.
