@@ -254,6 +254,39 @@ func TestProbeOfAnOldJournalAfterResetAnswersNotHolder(t *testing.T) {
 	verifyAt(t, store, "s/manifest", acks)
 }
 
+// TestProducerDoesNotSealALiveHolder: a producer that commits directly, finding the
+// manifest's role lapsed and a journal named, probes the holder instead of sealing: it
+// answers, so the producer's commits go to it, and its journal is not fenced.
+func TestProducerDoesNotSealALiveHolder(t *testing.T) {
+	store := objectstore.NewMemStore()
+	createStream(t, store, "s/manifest")
+	net := newTestNet()
+	const lease = 300 * time.Millisecond
+	a := netCommitter(t, store, "a", net, lease, nil)
+	acks := appendAll(t, localProducer(t, store, "s", a, nil), "a", 5)
+	// No commits, so no checkpoint and no write renews the role: it lapses in the manifest.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		snap, err := manifest.Open(store, "s/manifest").Load(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.State.Journal != nil && snap.State.Committer.ID == "a" && !snap.State.Committer.Live(time.Now()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("role %+v, journal %+v: want a lapsed role of a over its journal", snap.State.Committer, snap.State.Journal)
+		}
+	}
+	acks = append(acks, appendAll(t, netProducer(t, store, "s", "", net, nil), "d", 5)...)
+	if fenced(t, store, journalOf(t, store)) {
+		t.Fatal("the direct producer fenced the live holder's journal")
+	}
+	if r := roleOf(t, store, "s/manifest"); r.ID != "a" {
+		t.Fatalf("role %+v, want a's", r)
+	}
+	verifyAt(t, store, "s/manifest", acks)
+}
+
 // TestJournalRenewsNoRoleByWrites: once a held stream's commits are checkpointed, its
 // manifest is not written again while the stream has no commits, however often its lease
 // lapses, and the committer's answers vouch for the role from its own clock instead.

@@ -344,15 +344,31 @@ func (p *Producer) refreshStale(group []*batch) bool {
 }
 
 // sealLapsedJournal seals the journal the manifest names (manifest.Handle.SealJournal) if
-// its committer's role has lapsed, so that the next attempt can write directly; while the
-// role is live it only marks the manifest stale, and the next attempt asks the committer
-// again. It returns false when the producer stops.
+// its committer's role has lapsed and the committer does not answer a probe for that
+// journal (a journal committer renews no lease by writes), so that the next attempt can
+// write directly. While the role is live, or its holder answers that it still commits
+// through the journal, it only marks the manifest stale, and the next attempt asks the
+// committer again (the probe's answer routes the client there). It returns false when the
+// producer stops.
 func (p *Producer) sealLapsedJournal() bool {
 	p.c.stale = true
 	st := p.c.snap.State
 	if st.Committer.Live(p.cfg.Now()) {
 		p.log.Info("the stream's committer holds its journal; asking it again", "committer", st.Committer.URL)
 		return p.ctx.Err() == nil
+	}
+	if st.Committer.URL != "" {
+		alive, err := p.c.client.Probe(p.ctx, st.Committer, st.Journal.ID)
+		if alive {
+			p.log.Info("the stream's committer still commits through its journal; asking it again", "committer", st.Committer.URL)
+			return p.ctx.Err() == nil
+		}
+		if p.ctx.Err() != nil {
+			return false
+		}
+		if err != nil {
+			p.log.Info("the stream's committer did not answer a probe; sealing its journal", "committer", st.Committer.URL, "err", err)
+		}
 	}
 	if _, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey(), manifest.WithBackoff(p.cfg.Backoff)).SealJournal(p.ctx); err != nil {
 		p.logRetry("sealing the lapsed committer's journal failed, retrying", err)
