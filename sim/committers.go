@@ -30,6 +30,7 @@ func (h *harness) runCommitter(ctx context.Context, i int, stop <-chan struct{})
 		cfg := committer.DefaultConfig()
 		cfg.Store, cfg.ID, cfg.URL, cfg.Lease = ps, name, url, h.sc.CommitterLease
 		cfg.Journal, cfg.CheckpointInterval = h.sc.Journal, h.sc.CommitterLease/2
+		cfg.Transport = h.net // probes of other committers cross the simulated network
 		cfg.Backoff = manifest.Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}
 		c, err := committer.New(cfg)
 		if err != nil {
@@ -97,7 +98,7 @@ func (n *simNet) Commit(ctx context.Context, url string, req *wire.Request) (*wi
 		sleep(ctx, sc.CommitterLease+time.Millisecond) // the role may change hands meanwhile
 	}
 	resp := c.Commit(ctx, req)
-	if resp.Error == nil {
+	if resp.Error == nil && !req.IsProbe() {
 		n.count(&n.committed)
 	}
 	if roll < sc.LostRequests+sc.LostReplies {

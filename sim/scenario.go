@@ -85,8 +85,10 @@ type Scenario struct {
 	CommitterLease                    time.Duration
 	LostRequests, LostReplies, Pauses float64
 	// Journal runs the committers in journal mode (committer.Config.Journal): commit windows
-	// written as journal objects, manifests checkpointed every CommitterLease/2, a crashed
-	// or lapsed committer's journal sealed by whoever writes the stream next.
+	// written as journal objects, manifests checkpointed every CommitterLease/2 (no write
+	// only renews a role), a crashed committer's journal, or one whose holder does not
+	// answer a probe through the simulated network, sealed by whoever writes the stream
+	// next.
 	Journal bool
 
 	// sabotage, if set, damages the outcome before the final checks (tests of the checker).
