@@ -67,10 +67,11 @@ type Config struct {
 	// Journal makes the committer commit through a journal (docs/journal.md): one object per
 	// commit window for every stream it writes, acknowledged once durable, and this daemon's
 	// appends carry their records in it instead of uploading a batch object each. A stream's
-	// manifest is then written every CommitterLease/2 (a checkpoint that also renews the
-	// role) rather than at every commit: a longer lease (say 40 s) writes manifests less
-	// often, and another daemon takes a dead one's streams that much later. Only with
-	// Committer.
+	// manifest is then written every 30 s while it has new commits (a checkpoint) rather
+	// than at every commit, whatever CommitterLease: the role is not renewed by writes, and
+	// another daemon that finds it lapsed asks this one (a probe) before taking the stream,
+	// so a live daemon keeps its streams and a dead one's are taken CommitterLease after
+	// its last write. Only with Committer.
 	Journal bool
 	// GC runs retention and garbage collection over every stream of the store in the daemon.
 	GC bool

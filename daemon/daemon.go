@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		return nil, err
 	}
 	if cfg.Committer {
-		if d.com, err = committer.New(committerConfig(d.store, d.watch, d.url, cfg.CommitterLease, cfg.Journal, d.log, o.registerer)); err != nil {
+		if d.com, err = committer.New(committerConfig(d.store, d.watch, d.url, cfg.CommitterLease, cfg.Journal, cfg.AuthToken, d.log, o.registerer)); err != nil {
 			return nil, err
 		}
 		holder.set(d.com)

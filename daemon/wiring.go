@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/catalog"
 	"github.com/sluice-dev/sluice/committer"
+	"github.com/sluice-dev/sluice/committer/commitclient"
 	"github.com/sluice-dev/sluice/engine"
 	"github.com/sluice-dev/sluice/gc"
 	"github.com/sluice-dev/sluice/objectstore"
@@ -72,12 +73,22 @@ func (l *lateHolder) Holds(key string) bool {
 	return c != nil && c.Holds(key)
 }
 
+// journalCheckpointInterval is how often a journal committer brings a stream with new
+// commits up to date in its manifest: no longer tied to the lease, which it does not renew
+// by writes (other daemons probe it before taking its streams).
+const journalCheckpointInterval = 30 * time.Second
+
 // committerConfig is the committer's config: a fresh id, the advertised URL, the lease; the
-// manifests it writes are handed to the readers of hub (no store read to wake them).
-func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, lease time.Duration, journal bool, log *slog.Logger, reg prometheus.Registerer) committer.Config {
+// manifests it writes are handed to the readers of hub (no store read to wake them). Its
+// probes of other daemons' committers carry token, as the daemon's producers' requests do.
+func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, lease time.Duration, journal bool, token string, log *slog.Logger, reg prometheus.Registerer) committer.Config {
 	ccfg := committer.DefaultConfig()
 	ccfg.Lease = lease
-	ccfg.Journal, ccfg.CheckpointInterval = journal, lease/2
+	ccfg.Journal = journal
+	if journal {
+		ccfg.CheckpointInterval = journalCheckpointInterval
+	}
+	ccfg.Transport = &commitclient.HTTP{Token: token}
 	ccfg.Store = objectstore.WithDefaultPurpose(watch.PublishingStore(store, hub), objectstore.PurposeCommit)
 	if journal {
 		// Windows are not manifests: their commits are published as tails, and a stream

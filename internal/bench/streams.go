@@ -21,8 +21,8 @@ var daemonModes = map[string]func(*daemon.Config){
 	// manifest: today's path, each stream's commits written to its own manifest.
 	"manifest": func(*daemon.Config) {},
 	// journal: the committer's journal (docs/journal.md), one window object for every
-	// stream, with the lease at 40 s so that manifests are checkpointed every 20 s.
-	"journal": func(c *daemon.Config) { c.Journal, c.CommitterLease = true, 40*time.Second },
+	// stream; manifests are checkpointed every 30 s, with the default lease.
+	"journal": func(c *daemon.Config) { c.Journal = true },
 }
 
 // DaemonModes lists the modes StreamsConfig.Mode takes, sorted.
