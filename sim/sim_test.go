@@ -147,7 +147,7 @@ func TestSim(t *testing.T) {
 		"member restarts": int64(crashedMembers), "sealing runs": int64(sealed), "queue drops": int64(queueDrops),
 		"zombie members": int64(zombies), "committer commits": int64(total.CommitterCommits),
 		"lost commit requests or replies": int64(total.Lost),
-		"journal windows": int64(windows), "sealed journals": int64(fences),
+		"journal windows":                 int64(windows), "sealed journals": int64(fences),
 	} {
 		if got == 0 {
 			t.Errorf("%d seeds produced no %s", n, what)
