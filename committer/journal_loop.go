@@ -11,8 +11,10 @@ import (
 const maxConcurrentCheckpoints = 16
 
 // checkpointLoop brings the manifests of the journal's streams up to date (docs/journal.md,
-// "Checkpoints"): a stream is checkpointed CheckpointInterval after its first commit that
-// its manifest does not show, and when CheckpointWindows windows hold such commits, never
+// "Checkpoints"): a stream is checkpointed CheckpointInterval (less a random part of up to
+// half of it, drawn once per stream, so that streams do not checkpoint in waves) after its
+// first commit that its manifest does not show, and when CheckpointWindows windows hold
+// such commits, never
 // only to renew its role (the committer answers probes instead: see probe.go); a stream
 // without a request for IdleTimeout is retired (its manifest no longer points at the
 // journal and the role is given up).
@@ -73,7 +75,7 @@ func (c *Committer) dueCheckpoints(now time.Time) []due {
 		switch {
 		case c.idleFor(js, now):
 			out = append(out, due{js, true})
-		case windows > 0 && (now.Sub(js.since) >= c.cfg.CheckpointInterval || windows >= c.cfg.CheckpointWindows || bytes >= checkpointBytes):
+		case windows > 0 && (now.Sub(js.since) >= c.cfg.CheckpointInterval-js.early || windows >= c.cfg.CheckpointWindows || bytes >= checkpointBytes):
 			out = append(out, due{js, false})
 		}
 	}

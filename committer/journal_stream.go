@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sluice-dev/sluice/committer/wire"
@@ -56,6 +57,10 @@ type jstream struct {
 	inflight int                // windows built with the stream and not yet settled
 	last     time.Time          // the last request for the stream
 	users    int                // Commit calls using this jstream: it stays in the map while any
+	// early is how much sooner than CheckpointInterval the stream is checkpointed, drawn at
+	// random below half of it, so that streams that began together do not all checkpoint
+	// at once.
+	early time.Duration
 }
 
 // lock takes js.io, or fails when ctx ends first.
@@ -80,6 +85,9 @@ func (c *Committer) jstream(path string) (*jstream, error) {
 	js := c.jstreams[path]
 	if js == nil {
 		js = &jstream{path: path, m: manifest.Open(c.cfg.Store, path, manifest.WithBackoff(c.cfg.Backoff)), io: make(chan struct{}, 1)}
+		if half := c.cfg.CheckpointInterval / 2; half > 0 {
+			js.early = rand.N(half)
+		}
 		c.jstreams[path] = js
 		c.m.streams.Inc()
 	}
