@@ -26,6 +26,8 @@ type Collector struct {
 	mu      sync.Mutex
 	streams map[stream.Stream]*streamState
 
+	journals *journalRound // the round of Run gathering journal references (guarded by mu)
+
 	probeMu    sync.Mutex
 	probeTime  time.Time // the store's clock at the latest probe
 	probeLocal time.Time // the local clock just before that probe was written
@@ -191,6 +193,7 @@ func (c *Collector) pass(ctx context.Context, s stream.Stream, full bool) (rep R
 	if err != nil {
 		return rep, fmt.Errorf("gc: references of %s (nothing deleted): %w", manifestPath, err)
 	}
+	c.journalRoundNow().note(snap.State, refs)
 
 	if _, err := c.collect(ctx, s, st, log, &rep, refs, cutoff, full); err != nil {
 		return rep, err

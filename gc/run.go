@@ -92,6 +92,8 @@ func (r *Runner) round(ctx context.Context) {
 		}
 		return
 	}
+	old, journals := r.c.startJournalRound(ctx, streams)
+	defer r.c.finishJournalRound(ctx, old, journals)
 	for _, s := range streams {
 		if ctx.Err() != nil {
 			return
@@ -100,6 +102,9 @@ func (r *Runner) round(ctx context.Context) {
 		if errors.Is(err, ErrStreamNotFound) {
 			r.c.Forget(s)
 		} else if err != nil && ctx.Err() == nil {
+			if journals != nil {
+				journals.fail() // its references are unknown: no window goes this round
+			}
 			r.c.cfg.Logger.Warn("gc pass failed; retrying next round", "stream", s, "err", err)
 		}
 		if r.c.cfg.OnPass != nil {
