@@ -353,11 +353,9 @@ func (p *Producer) refreshStale(group []*batch) bool {
 func (p *Producer) sealLapsedJournal() bool {
 	p.c.stale = true
 	st := p.c.snap.State
-	if st.Committer.Live(p.cfg.Now()) {
-		p.log.Info("the stream's committer holds its journal; asking it again", "committer", st.Committer.URL)
-		return p.ctx.Err() == nil
-	}
 	if st.Committer.URL != "" {
+		// A holder that answers is asked again at once (Probe ends the client's direct
+		// window), rather than after it: while it holds the journal no direct write can.
 		alive, err := p.c.client.Probe(p.ctx, st.Committer, st.Journal.ID)
 		if alive {
 			p.log.Info("the stream's committer still commits through its journal; asking it again", "committer", st.Committer.URL)
@@ -367,8 +365,12 @@ func (p *Producer) sealLapsedJournal() bool {
 			return false
 		}
 		if err != nil {
-			p.log.Info("the stream's committer did not answer a probe; sealing its journal", "committer", st.Committer.URL, "err", err)
+			p.log.Info("the stream's committer did not answer a probe", "committer", st.Committer.URL, "err", err)
 		}
+	}
+	if st.Committer.Live(p.cfg.Now()) {
+		p.log.Info("the stream's committer holds its journal until its lease lapses; waiting", "committer", st.Committer.URL)
+		return p.ctx.Err() == nil
 	}
 	if _, err := manifest.Open(p.store, p.cfg.Stream.ManifestKey(), manifest.WithBackoff(p.cfg.Backoff)).SealJournal(p.ctx); err != nil {
 		p.logRetry("sealing the lapsed committer's journal failed, retrying", err)
