@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testseed"
+	"github.com/sluice-dev/sluice/journal"
+	"github.com/sluice-dev/sluice/objectstore"
 	"github.com/sluice-dev/sluice/objectstore/s3"
 	"github.com/sluice-dev/sluice/objectstore/storeurl"
 )
@@ -113,6 +116,31 @@ func TestCrashCommitterPausedPastLease(t *testing.T) {
 	t.Run("azure", func(t *testing.T) { runCrash(t, azureCrashURL(t), pausedCommitter) })
 }
 
+// TestCrashJournalDaemonKilled runs the crash cycles with a committer daemon in journal mode
+// (serve --journal), SIGKILLed and restarted among the others: two producers append through
+// its S2 API, so their records live only in its journal windows until a checkpoint folds
+// them into the manifest, and one uploads its own batches and commits through it. A killed
+// daemon leaves windows the manifest does not show; the direct commits meanwhile, and the
+// restarted daemon, fence its journal and seal those windows in. Every acknowledged record
+// must be in the stream once, at its position, with contiguous seq_nums. On the file store,
+// and on S3 when SLUICE_TEST_S3_URL is set.
+func TestCrashJournalDaemonKilled(t *testing.T) {
+	t.Run("file", func(t *testing.T) { runCrash(t, "file://"+t.TempDir(), journalDaemon) })
+	t.Run("s3", func(t *testing.T) { runCrash(t, s3CrashURL(t), journalDaemon) })
+}
+
+// TestCrashJournalCommitterPausedPastLease is TestCrashCommitterPausedPastLease with the
+// daemon in journal mode (checkpoints every --committer-lease/2), one of its four producers
+// appending through its S2 API. While the daemon is stopped past its lease the direct
+// commits fence its journal; once it wakes, its next window fails create-only on the
+// fence, so nothing of that window is acknowledged (the daemon answers its requests as not
+// committed and starts a new journal), and the checker finds every acknowledged record
+// once, at its position. On the file store and on S3 when SLUICE_TEST_S3_URL is set.
+func TestCrashJournalCommitterPausedPastLease(t *testing.T) {
+	t.Run("file", func(t *testing.T) { runCrash(t, "file://"+t.TempDir(), pausedJournal) })
+	t.Run("s3", func(t *testing.T) { runCrash(t, s3CrashURL(t), pausedJournal) })
+}
+
 // s3CrashURL is a store URL under a new prefix of SLUICE_TEST_S3_URL (removed when t
 // ends), its bucket made; t is skipped without the variable, and failed under CI=true.
 func s3CrashURL(t *testing.T) string {
@@ -171,13 +199,39 @@ type scenario struct {
 	// continued; the committer's lease, and the producers' and the consumer's wait for its
 	// answers, are short.
 	pause bool
+	// journal: the daemon runs "serve --journal": one create-only window object per commit
+	// window for the stream, its manifest checkpointed every lease/2; whoever writes the
+	// stream after it (a direct commit, its next incarnation) fences and seals its journal.
+	journal bool
+	// viaAPI: the first viaAPI producers append through the daemon's S2 API ("sluice
+	// --endpoint ... append"), so their records are carried inside its journal windows (no
+	// batch object of theirs); the others use the store, committing through the daemon
+	// (append --committer). Such a producer fails when the daemon dies or is stopped under
+	// it (a failed append is not retried): then, and only then, it is restarted.
+	viaAPI int
 }
 
 var (
 	plain           = scenario{producers: 3}
 	withCommitter   = scenario{producers: 3, committer: true}
 	pausedCommitter = scenario{producers: 4, committer: true, pause: true}
+	// Journal mode: two producers through the daemon's S2 API (records in its windows) and
+	// one that uploads its own batches and commits through it, or directly (fencing and
+	// sealing the journal) while it is down.
+	journalDaemon = scenario{producers: 3, committer: true, journal: true, viaAPI: 2}
+	// pausedCommitter in journal mode, one of its producers through the daemon's S2 API: its
+	// appends wait in the stopped daemon, whose next window, once it wakes, fails
+	// create-only on the fence the direct writers left: nothing of it may be acknowledged.
+	pausedJournal = scenario{producers: 4, committer: true, pause: true, journal: true, viaAPI: 1}
 )
+
+// journalCycles caps the cycles of the journal daemon runs in the suite's form (without
+// SLUICE_CRASHTEST_CYCLES): about 22 kills, at least 2 of the daemon, in 5 to 10 s a store.
+const journalCycles = 15
+
+// journalBasin is the basin of the stream when producers go through the daemon's S2 API,
+// which serves only the streams of basins.
+const journalBasin = "crashtest"
 
 // The pause scenario's timings: the committer's lease, the producers' and the consumer's
 // wait for its answer, and how long past its lease a pause lasts (at least pauseMin).
@@ -239,6 +293,11 @@ type producerSlot struct {
 
 	sent  map[string]bool // every line ever sent by this slot
 	acked []ackedRecord
+
+	// api: the slot appends through the daemon's S2 API (scenario.viaAPI); mark is the
+	// run's daemonEvents when cur started: cur may fail only once it has moved on.
+	api  bool
+	mark int
 }
 
 type ackedRecord struct {
@@ -258,6 +317,7 @@ type crashRun struct {
 	cinst    int
 	cLog     string
 	kills    int
+	minKills int // fewer kills than this, and the run proved little
 	comKills int
 	sc       scenario
 	// With a committer: its daemon, the address it listens on, and its instance count.
@@ -274,9 +334,39 @@ type crashRun struct {
 	pauseKills    int  // kills of a stopped committer
 	pauseLocked   bool // the committer was stopped holding a file store lock
 	lockStalls    int  // pauses the file store's lock stalled
+	// basin: the stream's basin ("" for the root namespace). daemonEvents are what may
+	// fail an append through the daemon ("kill", "stop", "cont"), in order; apiFails counts
+	// the producers through it that failed so (and were restarted), pauseFails those of them
+	// with only a stop and a continue in their life, fencedFails those told their append was
+	// not committed because the daemon's journal was fenced.
+	basin        string
+	daemonEvents []string
+	apiFails     int
+	pauseFails   int
+	fencedFails  int
+}
+
+// sluiceArgs are args for a sluice command on the run's stream: with a basin, --basin
+// follows them (after the command's own flags and arguments, as cobra allows).
+func (r *crashRun) sluiceArgs(args ...string) []string {
+	if r.basin != "" {
+		args = append(args, "--basin", r.basin)
+	}
+	return args
+}
+
+// sluice is a sluice command on the store, on the run's stream (sluiceArgs).
+func (r *crashRun) sluice(args ...string) *exec.Cmd {
+	return exec.Command(r.bin, append([]string{"--store", r.storeURL}, r.sluiceArgs(args...)...)...)
 }
 
 func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
+	r.t.Helper()
+	return r.startAt(name, stdin, []string{"--store", r.storeURL}, r.sluiceArgs(args...)...)
+}
+
+// startAt starts a sluice process with the global flags where (--store or --endpoint).
+func (r *crashRun) startAt(name string, stdin bool, where []string, args ...string) *proc {
 	r.t.Helper()
 	p := &proc{name: name, stdout: filepath.Join(r.dir, name+".out"), stderr: filepath.Join(r.dir, name+".err"), done: make(chan struct{})}
 	out, err := os.Create(p.stdout)
@@ -287,7 +377,7 @@ func (r *crashRun) start(name string, stdin bool, args ...string) *proc {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p.cmd = exec.Command(r.bin, append([]string{"--store", r.storeURL, "--log-level", "warn"}, args...)...)
+	p.cmd = exec.Command(r.bin, append(append(where, "--log-level", "warn"), args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = out, errf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if stdin {
@@ -319,14 +409,20 @@ func (r *crashRun) startProducer(s *producerSlot) {
 	s.inst++
 	name := fmt.Sprintf("s%d.i%d", s.id, s.inst)
 	linger := []string{"0s", "1ms", "5ms", "20ms"}[r.rng.IntN(4)]
-	args := []string{"append", "crash", "--create", "--linger", linger}
-	if r.committerAddr != "" {
-		args = append(args, "--committer", "http://"+r.committerAddr)
+	s.mark = len(r.daemonEvents)
+	if s.api {
+		// Through the daemon: no --create (the stream exists), no --committer (it commits).
+		s.cur = r.startAt(name, true, []string{"--endpoint", "http://" + r.committerAddr}, r.sluiceArgs("append", "crash", "--linger", linger)...)
+	} else {
+		args := []string{"append", "crash", "--create", "--linger", linger}
+		if r.committerAddr != "" {
+			args = append(args, "--committer", "http://"+r.committerAddr)
+		}
+		if r.sc.pause {
+			args = append(args, "--committer-timeout", pauseTimeout.String())
+		}
+		s.cur = r.start(name, true, args...)
 	}
-	if r.sc.pause {
-		args = append(args, "--committer-timeout", pauseTimeout.String())
-	}
-	s.cur = r.start(name, true, args...)
 	s.lines = nil
 	s.stopWrite, s.writeDone = make(chan struct{}), make(chan struct{})
 	wrng := rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
@@ -427,7 +523,10 @@ func (r *crashRun) startCommitter() {
 	if r.sc.pause {
 		args = append(args, "--committer-lease", pauseLease.String())
 	}
-	r.committer = r.start(fmt.Sprintf("committer.i%d", r.comInst), false, args...)
+	if r.sc.journal {
+		args = append(args, "--journal")
+	}
+	r.committer = r.startAt(fmt.Sprintf("committer.i%d", r.comInst), false, []string{"--store", r.storeURL}, args...)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if res, err := http.Get("http://" + r.committerAddr + "/health"); err == nil {
 			res.Body.Close()
@@ -451,6 +550,7 @@ func (r *crashRun) pauseCommitter() {
 		r.t.Fatalf("SIGSTOP %s: %v", r.committer.name, err)
 	}
 	r.paused = true
+	r.daemonEvents = append(r.daemonEvents, "stop")
 	r.pauseEnd = time.Now().Add(pauseMin + time.Duration(r.rng.Int64N(int64(pauseExtra))))
 	r.pauseTail = r.tail()
 	r.pauseLocked = strings.HasPrefix(r.storeURL, "file:") && holdsFlock(r.committer.cmd.Process.Pid)
@@ -493,6 +593,7 @@ func (r *crashRun) resumeCommitter() {
 		r.t.Fatalf("SIGCONT %s: %v", r.committer.name, err)
 	}
 	r.paused = false
+	r.daemonEvents = append(r.daemonEvents, "cont")
 	r.pauses++
 	switch {
 	case tail > r.pauseTail:
@@ -510,7 +611,7 @@ func (r *crashRun) resumeCommitter() {
 // tail is the stream's tail, from "sluice tail".
 func (r *crashRun) tail() uint64 {
 	r.t.Helper()
-	out, err := exec.Command(r.bin, "--store", r.storeURL, "tail", "crash").Output()
+	out, err := r.sluice("tail", "crash").Output()
 	var res struct {
 		Tail struct {
 			SeqNum uint64 `json:"seq_num"`
@@ -539,13 +640,74 @@ func (r *crashRun) stopProducer(s *producerSlot, kill bool) {
 		case <-s.cur.done:
 		case <-time.After(2 * time.Minute):
 			s.cur.kill()
-			r.t.Fatalf("%s did not exit after its input closed", s.cur.name)
+			daemon := ""
+			if r.committer != nil {
+				daemon = fmt.Sprintf("; %s's stderr:\n%s", r.committer.name, tailFile(r.committer.stderr))
+			}
+			r.t.Fatalf("%s did not exit within 2 minutes after its input closed; its stderr:\n%s%s", s.cur.name, tailFile(s.cur.stderr), daemon)
 		}
 		if s.cur.err != nil {
-			r.t.Errorf("%s exited with %v after its input closed; stderr:\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+			if r.mayFail(s) {
+				r.countFail(s)
+			} else {
+				r.t.Errorf("%s exited with %v after its input closed; stderr:\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+			}
 		}
 	}
 	r.harvest(s)
+}
+
+// journalCensus counts the journals in the store at storeURL, their windows and their
+// fences (a fence has no index: only small objects are read to tell them apart).
+func journalCensus(storeURL string) (journals, windows, fences int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := storeurl.Open(ctx, storeURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer st.Close()
+	ids := map[journal.ID]bool{}
+	err = objectstore.ListAll(ctx, st, journal.Root, func(o objectstore.ObjectInfo) error {
+		id, _, ok := journal.ParseKey(o.Key)
+		if !ok {
+			return fmt.Errorf("%s: not a journal object's key", o.Key)
+		}
+		ids[id] = true
+		if o.Size <= 256 {
+			h, _, err := journal.ReadIndex(ctx, st, o.Key)
+			if err != nil {
+				return err
+			}
+			if h.Kind == journal.KindFence {
+				fences++
+				return nil
+			}
+		}
+		windows++
+		return nil
+	})
+	return len(ids), windows, fences, err
+}
+
+// mayFail reports whether the slot's process may have failed by itself: it appends
+// through the daemon, which was killed, stopped or continued since it started.
+func (r *crashRun) mayFail(s *producerSlot) bool {
+	return s.api && len(r.daemonEvents) > s.mark
+}
+
+// countFail notes a failure of the slot's process through the daemon (mayFail).
+func (r *crashRun) countFail(s *producerSlot) {
+	r.apiFails++
+	if !slices.Contains(r.daemonEvents[s.mark:], "kill") {
+		r.pauseFails++
+		if r.pauseFails == 1 {
+			r.t.Logf("%s failed through the stopped and continued daemon: %s", s.cur.name, strings.TrimSpace(tailFile(s.cur.stderr)))
+		}
+	}
+	if data, _ := os.ReadFile(s.cur.stderr); bytes.Contains(data, []byte("fenced")) {
+		r.fencedFails++
+	}
 }
 
 func tailFile(path string) string {
@@ -572,10 +734,32 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 			minPauses, minComKills = max(3, cycles/8), max(2, cycles/15)
 		}
 	}
+	// The run must have killed this many processes, or it proved little.
+	minKills := 0
+	if !testing.Short() && os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
+		minKills = 50
+	}
+	if sc.journal {
+		// The point is the journal a killed daemon leaves behind: see it happen.
+		minComKills = max(minComKills, 2)
+		if !sc.pause && os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
+			// The suite runs a shorter form (it adds a file and an S3 run to the crash
+			// package's minutes); SLUICE_CRASHTEST_CYCLES asks for a longer one. Each
+			// cycle kills at least one process.
+			cycles = min(cycles, journalCycles)
+			minKills = min(minKills, cycles)
+		}
+	}
 	t.Logf("seed %d, %d cycles (replay: %s=%d go test ./crashtest -run %s)", seed, cycles, testseed.Env, seed, t.Name())
-	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5)), sc: sc}
+	r := &crashRun{t: t, bin: sluiceBin(t), storeURL: storeURL, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 0xc7a5)), sc: sc, minKills: minKills}
 	r.cLog = filepath.Join(r.dir, "consumed.jsonl")
-	if out, err := exec.Command(r.bin, "--store", storeURL, "stream", "create", "crash").CombinedOutput(); err != nil {
+	if sc.viaAPI > 0 {
+		r.basin = journalBasin
+		if out, err := exec.Command(r.bin, "--store", storeURL, "basin", "create", r.basin).CombinedOutput(); err != nil {
+			t.Fatalf("sluice basin create: %v\n%s", err, out)
+		}
+	}
+	if out, err := r.sluice("stream", "create", "crash").CombinedOutput(); err != nil {
 		t.Fatalf("sluice stream create: %v\n%s", err, out)
 	}
 	if sc.committer {
@@ -589,12 +773,13 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	}
 	producers := sc.producers
 	for i := range producers {
-		s := &producerSlot{id: i, sent: map[string]bool{}}
+		s := &producerSlot{id: i, sent: map[string]bool{}, api: i < sc.viaAPI}
 		r.slots = append(r.slots, s)
 		r.startProducer(s)
 	}
 	r.startConsumer()
 	consumerKills := 0
+	began := time.Now()
 	// A pause stalled by the file store's lock proves nothing of the producers: not counted.
 	for c := 0; c < cycles || r.pauses-r.lockStalls < minPauses || r.comKills < minComKills; c++ {
 		if c > 100*cycles+1000 {
@@ -628,6 +813,7 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 					r.pauseKills++
 				}
 				r.committer.kill()
+				r.daemonEvents = append(r.daemonEvents, "kill")
 				r.comKills++
 				r.startCommitter()
 				continue
@@ -643,13 +829,19 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 			r.startProducer(s)
 		}
 		if c%10 == 9 {
-			t.Logf("cycle %d: %d kills", c+1, r.kills)
+			t.Logf("cycle %d: %d kills, %v", c+1, r.kills, time.Since(began).Round(time.Millisecond))
 		}
-		// A process that exited by itself (not killed) is a failure.
+		// A process that exited by itself (not killed) is a failure, but for a producer
+		// through the daemon after the daemon was killed or stopped: it is restarted.
 		for _, s := range r.slots {
 			select {
 			case <-s.cur.done:
-				t.Fatalf("%s exited on its own: %v\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+				if !r.mayFail(s) {
+					t.Fatalf("%s exited on its own: %v\n%s", s.cur.name, s.cur.err, tailFile(s.cur.stderr))
+				}
+				r.countFail(s)
+				r.stopProducer(s, true)
+				r.startProducer(s)
 			default:
 			}
 		}
@@ -671,12 +863,16 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	}
 	// Let the producers finish cleanly: every line they read is acknowledged.
 	for _, s := range r.slots {
+		t0 := time.Now()
 		r.stopProducer(s, false)
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Logf("%s took %v to finish its appends after its input closed; stderr:\n%s", s.cur.name, d.Round(time.Millisecond), tailFile(s.cur.stderr))
+		}
 	}
 	if sc.committer {
 		r.committer.kill()
 		// The last write of a committer left its role in the manifest: commits went through it.
-		out, err := exec.Command(r.bin, "--store", storeURL, "inspect", "crash").Output()
+		out, err := r.sluice("inspect", "crash").Output()
 		var ins struct {
 			Committer *struct{ URL string } `json:"committer"`
 		}
@@ -684,12 +880,40 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 			t.Errorf("inspect after the run: %v, committer %+v: want the committer's role", err, ins.Committer)
 		}
 		t.Logf("the committer was killed %d times", r.comKills)
+		if sc.viaAPI > 0 {
+			t.Logf("%d producers through the daemon's S2 API failed as it was killed or stopped under them (%d stopped and continued only; %d told their append was not committed as the journal was fenced)",
+				r.apiFails, r.pauseFails, r.fencedFails)
+		}
+		if sc.journal {
+			js, windows, fences, err := journalCensus(storeURL)
+			if err != nil {
+				t.Fatalf("reading the journals: %v", err)
+			}
+			// The daemon warns of a window write that failed, such as one refused
+			// create-only on a fence (it then starts a new journal).
+			refused := 0
+			for i := 1; i <= r.comInst; i++ {
+				data, _ := os.ReadFile(filepath.Join(r.dir, fmt.Sprintf("committer.i%d.err", i)))
+				for l := range strings.Lines(string(data)) {
+					if strings.Contains(l, "journal window write failed") && strings.Contains(l, "fenced") {
+						refused++
+					}
+				}
+			}
+			t.Logf("journals: %d, holding %d windows and %d fences; %d window writes were refused on a fence", js, windows, fences, refused)
+			// A pause the tail moved through was a direct commit on a stream whose manifest
+			// named the stopped daemon's journal: that commit fenced it.
+			if sc.pause && r.pauses > r.lockStalls && fences == 0 {
+				t.Errorf("%d pauses past the lease and no journal was fenced", r.pauses)
+			}
+		}
 		if sc.pause {
 			t.Logf("the committer was stopped past its lease %d times (and killed while stopped %d times); %d records were committed while it was stopped; %d pauses stalled on a file store lock it held",
 				r.pauses, r.pauseKills, r.pausedRecords, r.lockStalls)
 
 		}
 	}
+	t.Logf("the producers stopped at %v", time.Since(began).Round(time.Millisecond))
 	r.consumer.kill()
 	consumerKills++
 	// A last member drains the group to the tail.
@@ -705,6 +929,7 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 	if final.err != nil {
 		t.Fatalf("final consumer: %v\n%s", final.err, tailFile(final.stderr))
 	}
+	t.Logf("the final consumer reached the tail at %v", time.Since(began).Round(time.Millisecond))
 	recs := r.readAll()
 	consumed, err := os.ReadFile(r.cLog)
 	if err != nil {
@@ -722,7 +947,7 @@ func runCrash(t *testing.T, storeURL string, sc scenario) {
 
 func (r *crashRun) readAll() []readLine {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "--store", r.storeURL, "read", "crash", "--format", "json")
+	cmd := r.sluice("read", "crash", "--format", "json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -832,7 +1057,7 @@ func (r *crashRun) check(recs []readLine, consumed []byte, consumerKills int) (p
 	if missing > 0 {
 		bad("%d records never reached the consumer group", missing)
 	}
-	if ackedN == 0 || r.kills < 50 && !testing.Short() && os.Getenv("SLUICE_CRASHTEST_CYCLES") == "" {
+	if ackedN == 0 || r.kills < r.minKills {
 		bad("the run proved little: %d acked records, %d kills", ackedN, r.kills)
 	}
 	summary = fmt.Sprintf("%d records in the stream, %d acknowledged to producers, %d kills (%d of the consumer), %d consumer rewinds, %d broken consumer lines",

@@ -19,6 +19,15 @@
 // pause must see the stream's tail move (they commit directly while it is stopped), unless
 // on the file store the committer was stopped holding the store's flock of the manifest.
 //
+// In journal mode (serve --journal, docs/journal.md) the stream lives in a basin, and some
+// producers append through the daemon's S2 API ("sluice --endpoint ... append"), so their
+// records are carried in its journal windows; such a producer fails when the daemon is
+// killed or stopped under it, and only then is restarted. TestCrashJournalDaemonKilled
+// SIGKILLs the daemon among the others (whoever writes next fences and seals the journal
+// it left); TestCrashJournalCommitterPausedPastLease is the pause test in journal mode,
+// where a stopped daemon's next window, once it wakes, fails create-only on the fence the
+// direct writers left. Both log the journals, windows and fences left in the store.
+//
 // Record bodies name their producer slot, process instance and line number
 // ("s1.i4.n000123"), so a duplicate or a misplaced record is visible.
 //
@@ -26,7 +35,8 @@
 // Azure tests read SLUICE_TEST_S3_URL, SLUICE_TEST_GCS_URL and SLUICE_TEST_AZURE_URL
 // (skipped when unset, failed when unset and CI=true). The seed comes from SLUICE_SEED or
 // the clock and is logged; SLUICE_CRASHTEST_CYCLES sets the number of kill cycles per
-// backend (default 60, 15 with -short). The pause test goes on past its cycles until the
-// committer was stopped past its lease 8 times and killed 4 times (3 and 2 with -short);
-// a pause the file store's lock stalled is not counted.
+// backend (default 60, 15 with -short). The pause tests run at most 15 cycles and go on
+// past them until the committer was stopped past its lease 3 times and killed twice (more
+// with SLUICE_CRASHTEST_CYCLES); a pause the file store's lock stalled is not counted. The
+// journal daemon test runs at most 15 cycles unless SLUICE_CRASHTEST_CYCLES is set.
 package crashtest
