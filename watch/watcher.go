@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -107,8 +108,9 @@ func (w *watcher) run() {
 		w.mu.Unlock()
 		if failed == 0 && cfg.Holder != nil && cfg.Holder.Holds(w.key) {
 			// Every commit of the stream passes through this process's committer, which
-			// publishes it: a poll only guards against a lost publish.
-			interval = cfg.HeldInterval
+			// publishes it: a poll only guards against a lost publish. Spread by a quarter
+			// either way, so that streams followed together do not poll together.
+			interval = cfg.HeldInterval*3/4 + rand.N(cfg.HeldInterval/2+1)
 		}
 		t.Reset(interval)
 	}
