@@ -63,10 +63,10 @@ type Config struct {
 	// CheckpointWindows: a stream is also checkpointed once this many windows hold commits
 	// its manifest does not show. Journal only. Default 256.
 	CheckpointWindows int
-	// OnCommit, if set, is told the new tail of every stream a durable window committed to
-	// (a daemon hands it to its followers: watch.Hub.PublishTail). It must not block.
+	// OnCommit, if set, is told what every durable window committed to each stream (a
+	// daemon hands it to its followers: watch.Hub.PublishWindow). It must not block.
 	// Journal only.
-	OnCommit func(key string, tail uint64)
+	OnCommit func(WindowCommit)
 	// Followed, if set, says whether the stream at key has followers in the process: such a
 	// stream keeps its role while idle, so its commits keep passing through here (Hold).
 	// Journal only.

@@ -3,6 +3,9 @@ package committer
 import (
 	"context"
 	"time"
+
+	"github.com/sluice-dev/sluice/journal"
+	"github.com/sluice-dev/sluice/manifest"
 )
 
 // Hold takes the role of the stream whose manifest is key for this committer's journal, as a
@@ -40,13 +43,22 @@ func (c *Committer) followed(key string) bool {
 	return c.cfg.Followed != nil && c.cfg.Followed(key)
 }
 
-// published tells Config.OnCommit of every stream a durable window committed to.
-func (c *Committer) published(written []*section) {
+// WindowCommit is what one durable window committed to one stream (Config.OnCommit).
+type WindowCommit struct {
+	Key        string          // the stream's manifest key
+	Generation [16]byte        // the stream's generation
+	Journal    journal.ID      // the window's journal
+	Window     uint64          // the window's number
+	Delta      *manifest.Delta // the stream's section: its journal fields after the window (shared: do not modify)
+}
+
+// published tells Config.OnCommit of every stream window num of jid committed to.
+func (c *Committer) published(jid journal.ID, num uint64, written []*section) {
 	if c.cfg.OnCommit == nil {
 		return
 	}
 	for _, sec := range written {
-		c.cfg.OnCommit(sec.js.path, sec.tail.SeqNum)
+		c.cfg.OnCommit(WindowCommit{Key: sec.js.path, Generation: sec.gen, Journal: jid, Window: num, Delta: sec.delta})
 	}
 }
 

@@ -89,6 +89,7 @@ type section struct {
 	deltaLen int
 	size     int               // bytes of the section
 	tail     manifest.Position // the tail after the window
+	gen      [16]byte          // the stream's generation
 }
 
 // commitWindow applies batch to the streams' working states, writes the window, and answers.
@@ -152,7 +153,7 @@ func (c *Committer) commitWindow(batch []*jpending) {
 	var written []*section
 	for _, sec := range order {
 		st := sec.js.st
-		sec.tail = st.Tail
+		sec.tail, sec.gen = st.Tail, st.Generation
 		if len(st.Entries) == 0 {
 			continue // every request refused or a duplicate: nothing to write
 		}
@@ -239,7 +240,7 @@ func (c *Committer) commitWindow(batch []*jpending) {
 		}
 	}
 	if err == nil {
-		c.published(written)
+		c.published(jid, num, written)
 	}
 }
 

@@ -67,7 +67,7 @@ func waitFor(t testing.TB, lines <-chan string, want string, d time.Duration) {
 // TestFollowersOfHeldStreamsDoNotPoll: with --journal the daemon holds the roles of the
 // streams its readers follow, so idle followed streams cost the store almost nothing (no
 // poll a second each), and a record appended through the daemon still reaches its
-// followers at once (the committer publishes it).
+// followers at once, with no store read (the committer hands its window's section over).
 func TestFollowersOfHeldStreamsDoNotPoll(t *testing.T) {
 	const streams = 20
 	count := &purposes{n: map[objectstore.Purpose]int{}}
@@ -99,8 +99,15 @@ func TestFollowersOfHeldStreamsDoNotPoll(t *testing.T) {
 	if polls >= streams {
 		t.Fatalf("%d polls in %v for %d idle followed streams: the watchers still poll", polls, idle, streams)
 	}
+	others := func() int { return count.total() - count.get(objectstore.PurposeCommit) }
+	reads := others()
 	start := time.Now()
 	r.appendOne(t, "held-basin", "s7", "second")
 	waitFor(t, follows[7], "second", 5*time.Second)
 	t.Logf("a record appended through the daemon reached its follower in %v", time.Since(start))
+	// The committer handed the window's section to the stream's watcher, and the record's
+	// bytes came from the window it wrote: no store read between the append and delivery.
+	if n := others() - reads; n != 0 {
+		t.Fatalf("%d store reads to deliver a record appended through the daemon, want 0", n)
+	}
 }

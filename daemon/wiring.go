@@ -91,9 +91,12 @@ func committerConfig(store objectstore.Store, hub *watch.Hub, advertise string, 
 	ccfg.Transport = &commitclient.HTTP{Token: token}
 	ccfg.Store = objectstore.WithDefaultPurpose(watch.PublishingStore(store, hub), objectstore.PurposeCommit)
 	if journal {
-		// Windows are not manifests: their commits are published as tails, and a stream
+		// Windows are not manifests: each stream's section is handed to its watcher, which
+		// folds it into its view with no store request, and a stream
 		// followed here keeps its role while idle.
-		ccfg.OnCommit = func(key string, tail uint64) { hub.PublishTail(store, key, tail) }
+		ccfg.OnCommit = func(wc committer.WindowCommit) {
+			hub.PublishWindow(store, wc.Key, wc.Generation, wc.Journal, wc.Window, wc.Delta)
+		}
 		ccfg.Followed = func(key string) bool { return hub.Followed(store, key) }
 	}
 	ccfg.ID, ccfg.URL = "serve-"+randomHex(8), advertise

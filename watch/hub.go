@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -141,6 +142,17 @@ func (h *Hub) Publish(store objectstore.Store, key string, snap *manifest.Snapsh
 func (h *Hub) PublishTail(store objectstore.Store, key string, tail uint64) {
 	if w := h.lookup(store, key); w != nil {
 		w.publishTail(tail)
+	}
+}
+
+// PublishWindow tells the hub that window num of journal id committed delta (its section)
+// to the stream at key in store, of generation gen. A follower's view that names that
+// journal, at or below num, and ends where delta starts takes it with no store request; any
+// other view (a publish lost before it, another journal or generation) makes the watcher
+// poll at once instead. It does not block.
+func (h *Hub) PublishWindow(store objectstore.Store, key string, gen [16]byte, id journal.ID, num uint64, delta *manifest.Delta) {
+	if w := h.lookup(store, key); w != nil {
+		w.publishWindow(gen, id, num, delta)
 	}
 }
 

@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts(opts("polls_total",
 			"Manifest polls by the watchers (one per stream, shared by its followers), by result (changed, not_modified, error).")), []string{"result"}),
 		publishes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("publishes_total",
-			"Commits published in-process for followed streams, by kind (snapshot, tail) and whether they moved the watcher (taken: yes, no).")), []string{"kind", "taken"}),
+			"Commits published in-process for followed streams, by kind (snapshot, tail, window) and whether they moved the watcher (taken: yes, no).")), []string{"kind", "taken"}),
 		wakes: prometheus.NewCounterVec(prometheus.CounterOpts(opts("wakes_total",
 			"Newer manifests handed to a stream's followers, by source (poll, publish, subscriber, remote).")), []string{"source"}),
 		watchers:    prometheus.NewGauge(prometheus.GaugeOpts(opts("watchers", "Streams watched (one watcher each)."))),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/journalview"
+	"github.com/sluice-dev/sluice/journal"
 	"github.com/sluice-dev/sluice/manifest"
 	"github.com/sluice-dev/sluice/objectstore"
 )
@@ -276,6 +277,32 @@ func (w *watcher) publishTail(tail uint64) {
 	w.mu.Unlock()
 	w.h.m.publishes.WithLabelValues("tail", yesNo(behind)).Inc()
 	if behind {
+		w.pokeNow()
+	}
+}
+
+// publishWindow folds one published window section into the view: the view names journal
+// id from a number at or below num, and the section starts at its tail (ApplyDelta checks
+// that, so a section lost before this one, or one already in the view, is never skipped
+// over or applied twice); the windows between From and num hold nothing of the stream's
+// records (the tail proves it), and the view's From moves past num. Anything else polls.
+func (w *watcher) publishWindow(gen [16]byte, id journal.ID, num uint64, d *manifest.Delta) {
+	w.mu.Lock()
+	taken := false
+	if cur := w.snap; cur != nil && w.err == nil && cur.State.Generation == gen &&
+		cur.State.Journal != nil && cur.State.Journal.ID == id && cur.State.Journal.From <= num {
+		st := cur.State.Clone()
+		if st.ApplyDelta(d) == nil {
+			st.Journal.From = num + 1
+			w.snap, w.viewPoll = &manifest.Snapshot{State: st, Version: cur.Version}, 0
+			w.h.m.wakes.WithLabelValues("publish").Inc()
+			w.broadcastLocked()
+			taken = true
+		}
+	}
+	w.mu.Unlock()
+	w.h.m.publishes.WithLabelValues("window", yesNo(taken)).Inc()
+	if !taken {
 		w.pokeNow()
 	}
 }
