@@ -25,12 +25,17 @@ import (
 type putCounter struct {
 	objectstore.Store
 	windows, manifests, other atomic.Int64
+	maxWindow                 atomic.Int64  // the largest window written, in bytes
+	windowDelay               time.Duration // each window write takes this long
 }
 
 func (s *putCounter) Put(ctx context.Context, key string, r io.Reader, size int64, cond objectstore.PutCondition) (objectstore.ObjectInfo, error) {
 	switch {
 	case strings.HasPrefix(key, journal.Root):
 		s.windows.Add(1)
+		for m := s.maxWindow.Load(); size > m && !s.maxWindow.CompareAndSwap(m, size); m = s.maxWindow.Load() {
+		}
+		time.Sleep(s.windowDelay)
 	case strings.HasSuffix(key, "/manifest"):
 		s.manifests.Add(1)
 	default:
@@ -358,4 +363,45 @@ func TestManifestCommitterSealsAJournalLeftBehind(t *testing.T) {
 		t.Fatalf("the manifest still names journal %+v", snap.State.Journal)
 	}
 	verifyAt(t, store, "s/manifest", acks)
+}
+
+// TestJournalWindowHoldsAtMostEightMiB: requests that carry more bytes than one window holds
+// (8 MiB) are written as several windows, every one of them committed. (One window at a
+// time is written, so requests queued meanwhile would all join the next one.)
+func TestJournalWindowHoldsAtMostEightMiB(t *testing.T) {
+	// Slow window writes: the requests queue behind the first and would all join the next.
+	store := &putCounter{Store: objectstore.NewMemStore(), windowDelay: 50 * time.Millisecond}
+	createStream(t, store, "s/manifest")
+	c := journalCommitter(t, store, "c1", nil)
+	big := strings.Repeat("x", 900<<10) // ten of these pass 8 MiB
+	var wg sync.WaitGroup
+	resps := make([]*wire.Response, 12)
+	for i := range resps {
+		req := carriedRequest(t, store, "s/manifest", big, uint64(i+1))
+		req.ProducerID = fmt.Sprintf("p%d", i) // each its own producer: no dedup between them
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i] = c.Commit(context.Background(), req)
+		}()
+	}
+	wg.Wait()
+	for i, r := range resps {
+		if r.Error != nil {
+			t.Fatalf("request %d: %+v", i, r.Error)
+		}
+	}
+	if w := store.windows.Load(); w < 2 {
+		t.Fatalf("%d windows for 11 MiB of carried records, want at least 2 (8 MiB each at most)", w)
+	}
+	if m := store.maxWindow.Load(); m > 8<<20+64<<10 {
+		t.Fatalf("a window of %d bytes: more than 8 MiB of carried records", m)
+	}
+	_, st, err := manifest.Open(store, "s/manifest").LoadView(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tail.SeqNum != 12 {
+		t.Fatalf("tail %d after 12 committed records", st.Tail.SeqNum)
+	}
 }

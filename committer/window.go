@@ -20,50 +20,84 @@ type jpending struct {
 }
 
 // windowLoop is the journal committer's one writer: it takes every request queued while the
-// previous window was written (after the first, up to Config.Window more), writes them as one
-// window, and answers them once it is durable. One window is in flight at a time, so every
-// window before an answered one is durable too.
+// previous window was written (after the first, up to Config.Window more), up to
+// maxWindowRequests requests and maxWindowBytes of carried bytes, writes them as one window,
+// and answers them once it is durable. One window is in flight at a time, so every window
+// before an answered one is durable too.
 func (c *Committer) windowLoop() {
 	defer c.wg.Done()
 	defer close(c.jstopped)
+	var next *jpending // the request that did not fit in the last window: it starts this one
 	for {
 		var batch []*jpending
-		select {
-		case pr := <-c.jqueue:
-			batch = append(batch, pr)
-		case <-c.ctx.Done():
-			c.drainJournal()
-			return
-		}
-		if c.cfg.Window > 0 {
-			t := time.NewTimer(c.cfg.Window)
-		wait:
-			for {
-				select {
-				case pr := <-c.jqueue:
-					batch = append(batch, pr)
-				case <-t.C:
-					break wait
-				case <-c.ctx.Done():
-					break wait
-				}
+		bytes := 0
+		add := func(pr *jpending) {
+			n := carriedBytes(pr.req)
+			if len(batch) > 0 && (len(batch) >= maxWindowRequests || bytes+n > maxWindowBytes) {
+				next = pr
+				return
 			}
-			t.Stop()
+			batch, bytes = append(batch, pr), bytes+n
 		}
-		for more := true; more && len(batch) < maxWindowRequests; {
+		if pr := next; pr != nil {
+			next = nil
+			add(pr)
+		} else {
 			select {
 			case pr := <-c.jqueue:
-				batch = append(batch, pr)
-			default:
-				more = false
+				add(pr)
+			case <-c.ctx.Done():
+				c.drainJournal()
+				return
 			}
+		}
+		var wait <-chan time.Time
+		var timer *time.Timer
+		if c.cfg.Window > 0 {
+			timer = time.NewTimer(c.cfg.Window)
+			wait = timer.C
+		}
+	collect:
+		for next == nil {
+			select {
+			case pr := <-c.jqueue:
+				add(pr)
+				continue
+			default:
+			}
+			if wait == nil {
+				break
+			}
+			select {
+			case pr := <-c.jqueue:
+				add(pr)
+			case <-wait:
+				break collect
+			case <-c.ctx.Done():
+				break collect
+			}
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		c.commitWindow(batch)
 	}
 }
 
-// maxWindowRequests bounds one window's requests (the rest wait for the next).
-const maxWindowRequests = 4096
+// Bounds of one window: the requests beyond them wait for the next.
+const (
+	maxWindowRequests = 4096
+	maxWindowBytes    = 8 << 20 // of carried batch bytes
+)
+
+// carriedBytes is the bytes req's batches carry into a window.
+func carriedBytes(req *wire.Request) int {
+	n := 0
+	for i := range req.Batches {
+		n += len(req.Batches[i].Data)
+	}
+	return n
+}
 
 // drainJournal answers the requests still queued at Close; none was written.
 func (c *Committer) drainJournal() {
