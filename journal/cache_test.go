@@ -97,6 +97,28 @@ func TestCacheAnswersReadsOfWindowsWrittenThroughIt(t *testing.T) {
 	if got := inner.gets.Load() - before; got != 2 {
 		t.Fatalf("%d store reads for a manifest and a window written elsewhere, want 2", got)
 	}
+	// The index of a window written elsewhere, once read, is kept: walks by other streams
+	// of the process read it from memory.
+	for range 3 {
+		if _, _, err := journal.ReadIndex(ctx, c, journal.Key(id, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := inner.gets.Load() - before; got != 2 {
+		t.Fatalf("%d store reads after reading a window's index 4 times, want 2 (the first time only)", got)
+	}
+	if data, err := journal.ReadSection(ctx, c, journal.Key(id, 3), mustRow(t, c, id, 3)); err != nil || string(data) != "y" {
+		t.Fatalf("section of a window whose index is kept: %q, %v", data, err)
+	}
+}
+
+func mustRow(t *testing.T, s objectstore.Store, id journal.ID, n uint64) journal.IndexRow {
+	t.Helper()
+	_, rows, err := journal.ReadIndex(context.Background(), s, journal.Key(id, n))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("index of window %d: %v rows, %v", n, len(rows), err)
+	}
+	return rows[0]
 }
 
 // TestCacheForgetsTheOldestPastItsBound: past its bound the cache drops its oldest windows
