@@ -202,15 +202,10 @@ func (c *Committer) commitWindow(batch []*jpending) {
 			d.Producers[e.ProducerID] = st.Producers[e.ProducerID]
 		}
 		enc := manifest.EncodeDelta(d, key)
-		buf := make([]byte, 0, len(enc)+int(rel))
-		buf = append(buf, enc...)
-		for _, b := range sec.data {
-			buf = append(buf, b...)
-		}
-		sec.delta, sec.deltaLen, sec.size = d, len(enc), len(buf)
+		sec.delta, sec.deltaLen, sec.size = d, len(enc), len(enc)+int(rel)
 		sec.js.inflight++
 		sections = append(sections, journal.Section{Manifest: sec.js.path, Generation: st.Generation,
-			FirstSeq: sec.first.SeqNum, NextSeq: st.Tail.SeqNum, Data: buf})
+			FirstSeq: sec.first.SeqNum, NextSeq: st.Tail.SeqNum, Data: enc, More: sec.data})
 		written = append(written, sec)
 	}
 	c.jmu.Unlock()

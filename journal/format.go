@@ -77,6 +77,27 @@ type Section struct {
 	FirstSeq   uint64   // the stream's tail before this window
 	NextSeq    uint64   // its tail after it
 	Data       []byte   // the delta and records, in their writer's encoding
+	// More, if set, follow Data in the section (records a writer carries), so that they are
+	// copied once, into the object, rather than into Data first.
+	More [][]byte
+}
+
+// size is the section's length in the object.
+func (s *Section) size() int {
+	n := len(s.Data)
+	for _, b := range s.More {
+		n += len(b)
+	}
+	return n
+}
+
+// crc is the CRC32C of the section's bytes.
+func (s *Section) crc() uint32 {
+	c := crc32.Checksum(s.Data, castagnoli)
+	for _, b := range s.More {
+		c = crc32.Update(c, castagnoli, b)
+	}
+	return c
 }
 
 // IndexRow locates one section in an object.
@@ -120,14 +141,19 @@ func Encode(h Header, sections []Section) ([]byte, error) {
 	// The index's size depends on the offsets it holds: size it with the final offsets by
 	// encoding until its length stops changing (lengths only grow, so this ends).
 	rows := make([]IndexRow, len(sections))
+	total := 0
+	for i := range sections {
+		s := &sections[i]
+		rows[i] = IndexRow{Manifest: s.Manifest, Generation: s.Generation, Length: uint64(s.size()),
+			FirstSeq: s.FirstSeq, NextSeq: s.NextSeq, CRC: s.crc()}
+		total += int(rows[i].Length)
+	}
 	var index []byte
 	for {
 		off := uint64(HeadSize + len(index))
-		for i := range sections {
-			s := &sections[i]
-			rows[i] = IndexRow{Manifest: s.Manifest, Generation: s.Generation, Offset: off, Length: uint64(len(s.Data)),
-				FirstSeq: s.FirstSeq, NextSeq: s.NextSeq, CRC: crc32.Checksum(s.Data, castagnoli)}
-			off += uint64(len(s.Data))
+		for i := range rows {
+			rows[i].Offset = off
+			off += rows[i].Length
 		}
 		next := encodeIndex(rows, h.Kind)
 		if len(next) == len(index) {
@@ -139,11 +165,7 @@ func Encode(h Header, sections []Section) ([]byte, error) {
 	if len(index) > MaxIndexLen {
 		return nil, fmt.Errorf("journal: index of %d bytes is over %d", len(index), MaxIndexLen)
 	}
-	total := HeadSize + len(index)
-	for i := range sections {
-		total += len(sections[i].Data)
-	}
-	out := make([]byte, HeadSize, total)
+	out := make([]byte, HeadSize, HeadSize+len(index)+total)
 	copy(out[0:4], magic[:])
 	out[4] = FormatVersion
 	out[5] = byte(h.Kind)
@@ -157,6 +179,9 @@ func Encode(h Header, sections []Section) ([]byte, error) {
 	out = append(out, index...)
 	for i := range sections {
 		out = append(out, sections[i].Data...)
+		for _, b := range sections[i].More {
+			out = append(out, b...)
+		}
 	}
 	return out, nil
 }

@@ -149,3 +149,32 @@ func TestNewerVersionIsUnsupportedNotCorrupt(t *testing.T) {
 		t.Fatalf("DecodeHeader = %v, want ErrUnsupportedVersion only", err)
 	}
 }
+
+// TestSectionPartsEncodeAsOne: a section given as Data and More is the same object, byte
+// for byte, as one whose Data holds them all.
+func TestSectionPartsEncodeAsOne(t *testing.T) {
+	h := Header{Kind: KindWindow, Journal: 9, Number: 4, Nonce: [16]byte{1}}
+	parts := Section{Manifest: "a/manifest", FirstSeq: 3, NextSeq: 5, Data: []byte("delta"), More: [][]byte{[]byte("rec-1"), nil, []byte("rec-22")}}
+	whole := parts
+	whole.Data, whole.More = []byte("deltarec-1rec-22"), nil
+	other := Section{Manifest: "b/manifest", NextSeq: 1, Data: []byte("x")}
+	a, err := Encode(h, []Section{parts, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(h, []Section{whole, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("a section in parts encodes differently from the same bytes in one piece")
+	}
+	_, rows, err := DecodeIndex("k", a, int64(len(a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := rows[0].Section("k", a[rows[0].Offset:rows[0].Offset+rows[0].Length])
+	if err != nil || string(data) != "deltarec-1rec-22" {
+		t.Fatalf("section read back %q, %v", data, err)
+	}
+}
